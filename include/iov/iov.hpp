@@ -1,0 +1,23 @@
+// iov.hpp: the whole library — the kernel-compatible layer of
+// ../shared/api-contract.md and the C++ layer over it.
+//
+//   #include <iov/iov.hpp>
+//   iov::iov_iter it;
+//   iov::iov_iter_ubuf(&it, iov::ITER_DEST, buf, len);
+//   iov::copy_to_iter(src, len, &it);
+//
+// Data flows one way through the headers: pages and segments -> iterator ->
+// walk -> position and operations. Nothing lower includes anything higher.
+#pragma once
+
+#include "iov/config.hpp"
+#include "iov/page.hpp"
+#include "iov/segments.hpp"
+#include "iov/rcu.hpp"
+#include "iov/xarray.hpp"
+#include "iov/iov_iter.hpp"
+#include "iov/iterate.hpp"
+#include "iov/position.hpp"
+#include "iov/copy.hpp"
+#include "iov/pieces.hpp"
+#include "iov/iter.hpp"

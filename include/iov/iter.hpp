@@ -1,0 +1,198 @@
+// iter.hpp: the C++ layer over iov_iter — a value type with references, spans,
+// Status-returning validated imports and typed walks.
+//
+//   std::vector<std::byte> buf(4096);
+//   iov::iter dst = iov::iter::ubuf(iov::ITER_DEST, buf);
+//   dst.copy_to(payload);                                  // copy_to_iter
+//   absl::StatusOr<iov::iter> src = iov::iter::import_iovec(iov::ITER_SOURCE, user_iovecs);
+//   if (!src.ok()) return src.status();                     // "iovec[3]: ..." messages
+//
+// Every method is one call into the kernel-compatible layer, named after it;
+// get() hands out the iov_iter* for code ported from the kernel. The typed
+// forms (iov::bvec_iter etc.) are for callers that know their type: their
+// iterate() runs iterate_bvec() and friends, with no dispatch on the type.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <cstddef>
+#include <numeric>
+#include <span>
+#include <utility>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "iov/copy.hpp"
+#include "iov/iov_iter.hpp"
+#include "iov/iterate.hpp"
+#include "iov/pieces.hpp"
+#include "iov/position.hpp"
+
+namespace iov {
+
+// The kernel's cap on an imported iovec array; <sys/uio.h> names it too.
+static_assert(UIO_MAXIOV == 1024);
+
+class iter {
+ public:
+  iter() { iov_iter_discard(&raw_, ITER_DEST, 0); }
+  explicit iter(const iov_iter& raw) : raw_(raw) {}
+
+  static iter ubuf(unsigned direction, std::span<std::byte> buf) { return ubuf(direction, buf.data(), buf.size()); }
+  static iter ubuf(unsigned direction, void* buf, size_t len) {
+    iter it;
+    iov_iter_ubuf(&it.raw_, direction, buf, len);
+    return it;
+  }
+  // The array must outlive the iterator (it points into it, as the kernel's).
+  static iter iovec(unsigned direction, std::span<const ::iovec> segs) {
+    iter it;
+    iov_iter_init(&it.raw_, direction, segs.data(), segs.size(), total(segs));
+    return it;
+  }
+  static iter kvec(unsigned direction, std::span<const ::iov::kvec> segs) {
+    iter it;
+    iov_iter_kvec(&it.raw_, direction, segs.data(), segs.size(), total(segs));
+    return it;
+  }
+  static iter bvec(unsigned direction, std::span<const bio_vec> segs) {
+    iter it;
+    size_t count = 0;
+    for (const bio_vec& bv : segs)
+      count += bv.bv_len;
+    iov_iter_bvec(&it.raw_, direction, segs.data(), segs.size(), count);
+    return it;
+  }
+  static iter xarray(unsigned direction, ::iov::xarray& xa, loff_t start, size_t count) {
+    iter it;
+    iov_iter_xarray(&it.raw_, direction, &xa, start, count);
+    return it;
+  }
+  static iter discard(size_t count) {
+    iter it;
+    iov_iter_discard(&it.raw_, ITER_DEST, count);
+    return it;
+  }
+
+  // Validated imports of user-supplied memory, by the kernel's import_iovec()
+  // and import_ubuf() rules: at most UIO_MAXIOV segments, no length with the
+  // sign bit set, no null base with a length, the total capped at MAX_RW_COUNT
+  // (the count is cut there, as the kernel cuts the last segments). The array
+  // is not copied: it must outlive the iterator.
+  static absl::StatusOr<iter> import_iovec(unsigned direction, absl::Span<const ::iovec> segs);
+  static absl::StatusOr<iter> import_ubuf(unsigned direction, void* buf, size_t len);
+
+  iov_iter* get() { return &raw_; }
+  const iov_iter* get() const { return &raw_; }
+  const iov_iter& raw() const { return raw_; }
+
+  size_t count() const { return raw_.count; }
+  bool empty() const { return raw_.count == 0; }
+  iter_type type() const { return iov_iter_type(&raw_); }
+  int rw() const { return iov_iter_rw(&raw_); }
+
+  void advance(size_t bytes) { iov_iter_advance(&raw_, bytes); }
+  void revert(size_t bytes) { iov_iter_revert(&raw_, bytes); }
+  void truncate(uint64_t count) { iov_iter_truncate(&raw_, count); }
+  void reexpand(size_t count) { iov_iter_reexpand(&raw_, count); }
+  iov_iter_state save_state() const {
+    iov_iter_state st;
+    iov_iter_save_state(&raw_, &st);
+    return st;
+  }
+  void restore(const iov_iter_state& st) { iov_iter_restore(&raw_, &st); }
+  int npages(int maxpages) const { return iov_iter_npages(&raw_, maxpages); }
+  unsigned long alignment() const { return iov_iter_alignment(&raw_); }
+
+  size_t copy_to(std::span<const std::byte> src) { return copy_to_iter(src.data(), src.size(), &raw_); }
+  size_t copy_from(std::span<std::byte> dst) { return copy_from_iter(dst.data(), dst.size(), &raw_); }
+  [[nodiscard]] bool copy_to_full(std::span<const std::byte> src) {
+    return copy_to_iter_full(src.data(), src.size(), &raw_);
+  }
+  [[nodiscard]] bool copy_from_full(std::span<std::byte> dst) {
+    return copy_from_iter_full(dst.data(), dst.size(), &raw_);
+  }
+  size_t zero(size_t bytes) { return iov_iter_zero(bytes, &raw_); }
+
+  // Walks up to len bytes with one callable for every type: step(piece,
+  // progress) returns the bytes of piece it did NOT process, as a kernel step.
+  template <class Step>
+  size_t iterate(size_t len, Step&& step) {
+    auto adapter = [&step](void* base, size_t progress, size_t n, void*, void*) -> size_t {
+      return step(std::span<std::byte>(static_cast<std::byte*>(base), n), progress);
+    };
+    return iterate_and_advance2(&raw_, len, nullptr, nullptr, adapter, adapter);
+  }
+
+  pieces_view pieces() const { return pieces_view(raw_); }
+
+ protected:
+  template <class Seg>
+  static size_t total(std::span<const Seg> segs) {
+    size_t sum = 0;
+    for (const Seg& s : segs)
+      sum += s.iov_len;
+    return sum;
+  }
+
+  iov_iter raw_;
+};
+
+// An iter whose type is known at compile time: iterate() calls the type's walk
+// directly (the kernel's iterate_bvec() etc.) and the factories only make that type.
+template <iter_type Type>
+class typed_iter : public iter {
+ public:
+  typed_iter() = default;
+  template <class... Args>
+  static typed_iter make(Args&&... args) {
+    typed_iter t;
+    static_cast<iter&>(t) = make_base(std::forward<Args>(args)...);
+    return t;
+  }
+
+  template <class Step>
+  size_t iterate(size_t len, Step&& step) {
+    auto adapter = [&step](void* base, size_t progress, size_t n, void*, void*) -> size_t {
+      return step(std::span<std::byte>(static_cast<std::byte*>(base), n), progress);
+    };
+    if constexpr (Type == ITER_UBUF)
+      return iterate_ubuf(&raw_, len, nullptr, nullptr, adapter);
+    else if constexpr (Type == ITER_IOVEC)
+      return iterate_iovec(&raw_, len, nullptr, nullptr, adapter);
+    else if constexpr (Type == ITER_KVEC)
+      return iterate_kvec(&raw_, len, nullptr, nullptr, adapter);
+    else if constexpr (Type == ITER_BVEC)
+      return iterate_bvec(&raw_, len, nullptr, nullptr, adapter);
+    else if constexpr (Type == ITER_XARRAY)
+      return iterate_xarray(&raw_, len, nullptr, nullptr, adapter);
+    else
+      return iterate_discard(&raw_, len, nullptr, nullptr, adapter);
+  }
+
+ private:
+  template <class... Args>
+  static iter make_base(Args&&... args) {
+    if constexpr (Type == ITER_UBUF)
+      return iter::ubuf(std::forward<Args>(args)...);
+    else if constexpr (Type == ITER_IOVEC)
+      return iter::iovec(std::forward<Args>(args)...);
+    else if constexpr (Type == ITER_KVEC)
+      return iter::kvec(std::forward<Args>(args)...);
+    else if constexpr (Type == ITER_BVEC)
+      return iter::bvec(std::forward<Args>(args)...);
+    else if constexpr (Type == ITER_XARRAY)
+      return iter::xarray(std::forward<Args>(args)...);
+    else
+      return iter::discard(std::forward<Args>(args)...);
+  }
+};
+
+using ubuf_iter = typed_iter<ITER_UBUF>;
+using iovec_iter = typed_iter<ITER_IOVEC>;
+using kvec_iter = typed_iter<ITER_KVEC>;
+using bvec_iter = typed_iter<ITER_BVEC>;
+using xarray_iter = typed_iter<ITER_XARRAY>;
+using discard_iter = typed_iter<ITER_DISCARD>;
+
+}  // namespace iov

@@ -1,0 +1,223 @@
+// iterate.hpp: walking an iov_iter piece by piece (the kernel's
+// include/linux/iov_iter.h) — the heart of the library.
+//
+//   size_t n = iov::iterate_and_advance(&it, len, dst,
+//       [](void* base, size_t progress, size_t len, void* priv, void*) -> size_t {
+//         memcpy(static_cast<char*>(priv) + progress, base, len);
+//         return 0;  // bytes NOT processed
+//       },
+//       /* step for kernel-backed types */ ...);
+//
+// The templates inline their steps (a lambda becomes straight-line code in the
+// loop); generic_iterate() is the same walk compiled once in src/ and called
+// through function pointers. The contract is stated once, on
+// iterate_and_advance2() below.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+
+#include "iov/config.hpp"
+#include "iov/iov_iter.hpp"
+#include "iov/page.hpp"
+#include "iov/segments.hpp"
+#include "iov/rcu.hpp"
+#include "iov/xarray.hpp"
+
+namespace iov {
+
+using iov_step_f = size_t (*)(void* iter_base, size_t progress, size_t len, void* priv, void* priv2);
+using iov_ustep_f = size_t (*)(void* iter_base, size_t progress, size_t len, void* priv, void* priv2);
+
+namespace internal {
+
+// The per-type walks assume 0 < len <= iter->count and the right type; the
+// public iterate_<type>() below establish that.
+
+// Handle ITER_UBUF.
+template <class Step>
+IOV_ALWAYS_INLINE size_t walk_ubuf(iov_iter* iter, size_t len, void* priv, void* priv2, Step&& step) {
+  char* base = static_cast<char*>(iter->ubuf);
+  size_t remain = step(base + iter->iov_offset, 0, len, priv, priv2);
+  size_t progress = len - remain;
+  iter->iov_offset += progress;
+  iter->count -= progress;
+  return progress;
+}
+
+// Handle ITER_IOVEC and ITER_KVEC (same layout: base and length).
+template <class Seg, class Step>
+IOV_ALWAYS_INLINE size_t walk_vec(iov_iter* iter, const Seg*& segs, size_t len, void* priv, void* priv2,
+                                  Step&& step) {
+  const Seg* p = segs;
+  size_t progress = 0, skip = iter->iov_offset;
+  do {
+    size_t part = std::min(len, p->iov_len - skip);
+    if (IOV_LIKELY(part)) {
+      size_t remain = step(static_cast<char*>(p->iov_base) + skip, progress, part, priv, priv2);
+      size_t consumed = part - remain;
+      progress += consumed;
+      skip += consumed;
+      len -= consumed;
+      if (skip < p->iov_len)
+        break;
+    }
+    p++;
+    skip = 0;
+  } while (len);
+  iter->nr_segs -= p - segs;
+  segs = p;
+  iter->iov_offset = skip;
+  iter->count -= progress;
+  return progress;
+}
+
+// Handle ITER_BVEC: a piece never crosses a page.
+template <class Step>
+IOV_ALWAYS_INLINE size_t walk_bvec(iov_iter* iter, size_t len, void* priv, void* priv2, Step&& step) {
+  const bio_vec* p = iter->bvec;
+  size_t progress = 0, skip = iter->iov_offset;
+  do {
+    size_t offset = p->bv_offset + skip;
+    char* kaddr = static_cast<char*>(kmap_local_page(p->bv_page + offset / PAGE_SIZE));
+    size_t part = std::min({len, size_t{p->bv_len} - skip, PAGE_SIZE - offset % PAGE_SIZE});
+    size_t remain = step(kaddr + offset % PAGE_SIZE, progress, part, priv, priv2);
+    kunmap_local(kaddr);
+    size_t consumed = part - remain;
+    len -= consumed;
+    progress += consumed;
+    skip += consumed;
+    if (skip >= p->bv_len) {
+      skip = 0;
+      p++;
+    }
+    if (remain)
+      break;
+  } while (len);
+  iter->nr_segs -= p - iter->bvec;
+  iter->bvec = p;
+  iter->iov_offset = skip;
+  iter->count -= progress;
+  return progress;
+}
+
+// Handle ITER_XARRAY: one page per index; a missing index ends the walk (the
+// kernel skips holes). The RCU read side keeps the tree's nodes alive.
+template <class Step>
+IOV_ALWAYS_INLINE size_t walk_xarray(iov_iter* iter, size_t len, void* priv, void* priv2, Step&& step) {
+  size_t progress = 0;
+  size_t start = static_cast<size_t>(iter->xarray_start) + iter->iov_offset;
+  unsigned long index = start >> PAGE_SHIFT;
+  size_t offset = start & (PAGE_SIZE - 1);
+  rcu_read_guard rcu;
+  while (len) {
+    page* pg = static_cast<page*>(xa_load(iter->xarray, index));
+    if (!pg)
+      break;
+    size_t part = std::min(len, PAGE_SIZE - offset);
+    char* base = static_cast<char*>(kmap_local_page(pg));
+    size_t remain = step(base + offset, progress, part, priv, priv2);
+    kunmap_local(base);
+    size_t consumed = part - remain;
+    progress += consumed;
+    len -= consumed;
+    if (remain)
+      break;
+    offset = 0;
+    index++;
+  }
+  iter->iov_offset += progress;
+  iter->count -= progress;
+  return progress;
+}
+
+// Handle ITER_DISCARD: no memory, nothing to call; just count.
+inline size_t walk_discard(iov_iter* iter, size_t len) {
+  iter->count -= len;
+  return len;
+}
+
+// Clamp len to the count; false when there is nothing to do.
+IOV_ALWAYS_INLINE bool clamp_len(const iov_iter* iter, size_t& len) {
+  if (IOV_UNLIKELY(iter->count < len))
+    len = iter->count;
+  return len != 0;
+}
+
+}  // namespace internal
+
+// iterate_and_advance2 - walk an iterator and advance it past what was processed
+// @iter: the iterator
+// @len: bytes to process, clamped to iov_iter_count(iter)
+// @priv, @priv2: passed to every step unchanged
+// @ustep: the step for user-backed types (UBUF, IOVEC)
+// @step: the step for the rest (KVEC, BVEC, XARRAY); DISCARD calls neither
+//
+// A step is called once per contiguous piece (never crossing a page for BVEC
+// and XARRAY; zero-length IOVEC/KVEC segments are skipped, a zero-length BVEC
+// may reach the step with len 0) as step(base, progress, len, priv, priv2),
+// where progress counts the bytes already processed in this call. It returns
+// the bytes it did NOT process (0: all); a short step ends the walk. The
+// iterator ends advanced by exactly the bytes processed, which is also the
+// return value.
+template <class UStep, class Step>
+IOV_ALWAYS_INLINE size_t iterate_and_advance2(iov_iter* iter, size_t len, void* priv, void* priv2, UStep&& ustep,
+                                              Step&& step) {
+  if (!internal::clamp_len(iter, len))
+    return 0;
+  switch (iter->type) {
+    case ITER_UBUF:
+      return internal::walk_ubuf(iter, len, priv, priv2, ustep);
+    case ITER_IOVEC:
+      return internal::walk_vec(iter, iter->iov, len, priv, priv2, ustep);
+    case ITER_BVEC:
+      return internal::walk_bvec(iter, len, priv, priv2, step);
+    case ITER_KVEC:
+      return internal::walk_vec(iter, iter->kvec, len, priv, priv2, step);
+    case ITER_XARRAY:
+      return internal::walk_xarray(iter, len, priv, priv2, step);
+    default:
+      return internal::walk_discard(iter, len);
+  }
+}
+
+template <class UStep, class Step>
+IOV_ALWAYS_INLINE size_t iterate_and_advance(iov_iter* iter, size_t len, void* priv, UStep&& ustep, Step&& step) {
+  return iterate_and_advance2(iter, len, priv, nullptr, ustep, step);
+}
+
+// For steps that only touch kernel-backed memory. Mainline falls through to the
+// discard walk on a user-backed iterator and silently drops the data; here a
+// user-backed iterator processes nothing and returns 0.
+template <class Step>
+IOV_ALWAYS_INLINE size_t iterate_and_advance_kernel(iov_iter* iter, size_t len, void* priv, void* priv2,
+                                                    Step&& step) {
+  if (user_backed_iter(iter))
+    return 0;
+  return iterate_and_advance2(iter, len, priv, priv2, step, step);
+}
+
+// The same walk as iterate_and_advance2, compiled once in src/generic_iterate.cc
+// and never inlined into callers: steps are called through the pointers.
+size_t generic_iterate(iov_iter* iter, size_t len, void* priv, void* priv2, iov_ustep_f ustep, iov_step_f step);
+
+// The per-type walks, for callers that know their iterator's type. Each clamps
+// len to the count; on an iterator of another type it processes nothing (and
+// aborts with IOV_CHECKS on).
+#define IOV_DEFINE_TYPED_WALK(name, itype, ...)                                                        \
+  template <class Step>                                                                                \
+  IOV_ALWAYS_INLINE size_t name(iov_iter* iter, size_t len, void* priv, void* priv2, Step&& step) {   \
+    if (IOV_BUG_ON(iter->type != itype, #name ": iterator of another type") ||                        \
+        !internal::clamp_len(iter, len))                                                               \
+      return 0;                                                                                        \
+    return __VA_ARGS__;                                                                                \
+  }
+IOV_DEFINE_TYPED_WALK(iterate_ubuf, ITER_UBUF, internal::walk_ubuf(iter, len, priv, priv2, step))
+IOV_DEFINE_TYPED_WALK(iterate_iovec, ITER_IOVEC, internal::walk_vec(iter, iter->iov, len, priv, priv2, step))
+IOV_DEFINE_TYPED_WALK(iterate_kvec, ITER_KVEC, internal::walk_vec(iter, iter->kvec, len, priv, priv2, step))
+IOV_DEFINE_TYPED_WALK(iterate_bvec, ITER_BVEC, internal::walk_bvec(iter, len, priv, priv2, step))
+IOV_DEFINE_TYPED_WALK(iterate_xarray, ITER_XARRAY, internal::walk_xarray(iter, len, priv, priv2, step))
+IOV_DEFINE_TYPED_WALK(iterate_discard, ITER_DISCARD, ((void)step, internal::walk_discard(iter, len)))
+#undef IOV_DEFINE_TYPED_WALK
+
+}  // namespace iov

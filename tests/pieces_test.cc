@@ -1,0 +1,125 @@
+// Tests of include/iov/pieces.hpp: the pieces of every iterator type, as the
+// walk would hand them to a step, seen through std::ranges and range-v3.
+#include "iov/pieces.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <range/v3/algorithm/count_if.hpp>
+#include <range/v3/numeric/accumulate.hpp>
+#include <range/v3/view/transform.hpp>
+#include <ranges>
+#include <vector>
+
+#include "iov/iov.hpp"
+
+namespace {
+
+static_assert(std::ranges::forward_range<iov::pieces_view>);
+static_assert(std::ranges::view<iov::pieces_view>);
+static_assert(ranges::forward_range<iov::pieces_view>);
+
+using Piece = std::pair<const std::byte*, size_t>;
+
+// The pieces a step sees, recorded through the walk itself (skipping the
+// zero-length bvec pieces the walk may hand out, which the view leaves out).
+std::vector<Piece> walked(iov::iov_iter it) {
+  std::vector<Piece> out;
+  auto step = [&out](void* base, size_t, size_t len, void*, void*) -> size_t {
+    if (len)
+      out.emplace_back(static_cast<const std::byte*>(base), len);
+    return 0;
+  };
+  iov::iterate_and_advance(&it, it.count, nullptr, step, step);
+  return out;
+}
+
+std::vector<Piece> viewed(const iov::iov_iter& it) {
+  std::vector<Piece> out;
+  for (std::span<std::byte> piece : iov::pieces(it))
+    out.emplace_back(piece.data(), piece.size());
+  return out;
+}
+
+TEST(Pieces, UbufIsOnePiece) {
+  std::vector<std::byte> buf(5000);
+  iov::iov_iter it;
+  iov::iov_iter_ubuf(&it, iov::ITER_SOURCE, buf.data(), buf.size());
+  iov::iov_iter_advance(&it, 10);
+  EXPECT_THAT(viewed(it), ::testing::ElementsAre(Piece{buf.data() + 10, 4990}));
+}
+
+TEST(Pieces, IovecSkipsEmptySegmentsAndRespectsCount) {
+  std::vector<std::byte> a(100), b(200);
+  ::iovec v[] = {{nullptr, 0}, {a.data(), 100}, {nullptr, 0}, {b.data(), 200}};
+  iov::iov_iter it;
+  iov::iov_iter_init(&it, iov::ITER_SOURCE, v, 4, 250);
+  EXPECT_THAT(viewed(it), ::testing::ElementsAre(Piece{a.data(), 100}, Piece{b.data(), 150}));
+  EXPECT_EQ(viewed(it), walked(it));
+}
+
+TEST(Pieces, BvecPiecesNeverCrossAPage) {
+  iov::page* p = iov::alloc_pages(0, 3);
+  iov::bio_vec bv[] = {{p, 6000, 4000}, {p + 3, 0, 0}, {p + 3, 100, 4000}};
+  iov::iov_iter it;
+  iov::iov_iter_bvec(&it, iov::ITER_DEST, bv, 3, 6100);
+  std::vector<Piece> got = viewed(it);
+  const std::byte* base = reinterpret_cast<const std::byte*>(p);
+  EXPECT_THAT(got, ::testing::ElementsAre(Piece{base + 4000, 96}, Piece{base + 4096, 4096},
+                                          Piece{base + 8192, 1808}, Piece{base + 3 * 4096 + 4000, 96},
+                                          Piece{base + 4 * 4096, 4}));
+  EXPECT_EQ(got, walked(it));
+  iov::free_pages(p, 3);
+}
+
+TEST(Pieces, XarrayEndsAtAMissingIndex) {
+  iov::xarray xa;
+  iov::page* p0 = iov::alloc_page();
+  iov::page* p1 = iov::alloc_page();
+  iov::xa_store(&xa, 10, p0);
+  iov::xa_store(&xa, 11, p1);
+  iov::iov_iter it;
+  iov::iov_iter_xarray(&it, iov::ITER_SOURCE, &xa, 10 * 4096 + 100, 3 * 4096);
+  const std::byte* b0 = reinterpret_cast<const std::byte*>(p0);
+  const std::byte* b1 = reinterpret_cast<const std::byte*>(p1);
+  EXPECT_THAT(viewed(it), ::testing::ElementsAre(Piece{b0 + 100, 3996}, Piece{b1, 4096}));
+  EXPECT_EQ(viewed(it), walked(it));
+  iov::xa_destroy(&xa);
+  iov::free_page(p0);
+  iov::free_page(p1);
+}
+
+TEST(Pieces, DiscardHasNoPieces) {
+  iov::iov_iter it;
+  iov::iov_iter_discard(&it, iov::ITER_DEST, 1000);
+  EXPECT_TRUE(iov::pieces(it).empty());
+}
+
+TEST(Pieces, TheViewDoesNotMoveTheIterator) {
+  std::vector<std::byte> buf(64);
+  iov::iov_iter it;
+  iov::iov_iter_ubuf(&it, iov::ITER_SOURCE, buf.data(), buf.size());
+  (void)viewed(it);
+  EXPECT_EQ(it.count, 64u);
+  EXPECT_EQ(it.iov_offset, 0u);
+}
+
+TEST(Pieces, WorksWithStdRangesAndRangeV3) {
+  std::vector<std::byte> a(100), b(300), c(7);
+  iov::kvec kv[] = {{a.data(), 100}, {b.data(), 300}, {c.data(), 7}};
+  iov::iov_iter it;
+  iov::iov_iter_kvec(&it, iov::ITER_SOURCE, kv, 3, 407);
+
+  auto sizes = iov::pieces(it) | std::views::transform([](std::span<std::byte> s) { return s.size(); });
+  std::vector<size_t> std_sizes(sizes.begin(), sizes.end());
+  EXPECT_THAT(std_sizes, ::testing::ElementsAre(100u, 300u, 7u));
+  EXPECT_EQ(std::ranges::count_if(iov::pieces(it), [](auto s) { return s.size() > 50; }), 2);
+
+  auto v3 = iov::pieces(it) | ranges::views::transform([](std::span<std::byte> s) { return s.size(); });
+  EXPECT_EQ(ranges::accumulate(v3, size_t{0}), 407u);
+  EXPECT_EQ(ranges::count_if(iov::pieces(it), [](auto s) { return s.size() < 10; }), 1);
+}
+
+}  // namespace
