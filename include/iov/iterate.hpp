@@ -206,7 +206,8 @@ size_t generic_iterate(iov_iter* iter, size_t len, void* priv, void* priv2, iov_
 // aborts with IOV_CHECKS on).
 #define IOV_DEFINE_TYPED_WALK(name, itype, ...)                                                        \
   template <class Step>                                                                                \
-  IOV_ALWAYS_INLINE size_t name(iov_iter* iter, size_t len, void* priv, void* priv2, Step&& step) {   \
+  IOV_ALWAYS_INLINE size_t name(iov_iter* iter, size_t len, [[maybe_unused]] void* priv,               \
+                                [[maybe_unused]] void* priv2, Step&& step) {                           \
     if (IOV_BUG_ON(iter->type != itype, #name ": iterator of another type") ||                        \
         !internal::clamp_len(iter, len))                                                               \
       return 0;                                                                                        \
