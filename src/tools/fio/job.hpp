@@ -1,0 +1,68 @@
+// job.hpp: what an iov-fio run is asked to do (its command line, parsed), and
+// what it measured. The option names, defaults and output are fio's, pinned
+// in the API contract; the driver's own settings pass through to
+// iov::blkdev_create(), which refuses one the driver does not have.
+//
+//   absl::StatusOr<iov::fio::job_options> o = iov::fio::parse_options(argc, argv);
+//   iov::fio::run_result r = iov::fio::run(*o, *device);
+//   iov::fio::print_normal(*o, r, stdout);
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "fio/histogram.hpp"
+#include "iov_drivers/blkdev.hpp"
+
+namespace iov::fio {
+
+enum class rw_pattern { read, write, randread, randwrite, randrw };
+enum class iter_kind { ubuf, iovec, bvec, fixed };
+
+struct job_options {
+  std::string driver = "brd";
+  uint64_t size = 64ull << 20;
+  rw_pattern rw = rw_pattern::read;
+  uint64_t bs = 4096;
+  unsigned numjobs = 1;
+  unsigned iodepth = 1;
+  double runtime = 0;       // seconds; 0: run io_size bytes
+  uint64_t io_size = 0;     // bytes per job; 0: size
+  unsigned rwmixread = 50;  // randrw: percent of reads
+  bool verify = false;      // --verify=crc32c
+  iter_kind iter = iter_kind::ubuf;
+  bool json = false;
+  bool prefill = false;
+  uint64_t seed = 0x1234;
+  int64_t debug_corrupt = -1;  // testing aid: corrupt this byte offset after writing, before verifying
+  blkdev_settings settings;    // the driver's (memory_backed defaults to 1 for null_blk)
+};
+
+absl::StatusOr<job_options> parse_options(int argc, char** argv);
+const char* rw_name(rw_pattern rw);
+const char* iter_name(iter_kind k);
+
+struct direction_stats {
+  uint64_t ios = 0;
+  uint64_t bytes = 0;
+  latency_histogram clat;
+};
+
+struct run_result {
+  direction_stats read, write;
+  double seconds = 0;         // wall time of the measured phase
+  double usr_cpu = 0, sys_cpu = 0;  // percent of the wall time, as fio prints
+  uint64_t ctx = 0;           // context switches
+  int error = 0;              // first request error (-errno), 0 if none
+  std::string error_text;
+  bool verify_failed = false;
+  std::string verify_text;    // names the offset
+  uint64_t verified_blocks = 0;
+};
+
+// Runs the workload (prefill first if asked; verify after, if asked).
+run_result run(const job_options& o, blkdev& dev);
+
+}  // namespace iov::fio

@@ -1,0 +1,144 @@
+// options.cc: iov-fio's command line (see job.hpp).
+#include <cstdlib>
+#include <set>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/options.hpp"
+#include "fio/job.hpp"
+
+namespace iov::fio {
+
+const char* rw_name(rw_pattern rw) {
+  switch (rw) {
+    case rw_pattern::read: return "read";
+    case rw_pattern::write: return "write";
+    case rw_pattern::randread: return "randread";
+    case rw_pattern::randwrite: return "randwrite";
+    case rw_pattern::randrw: return "randrw";
+  }
+  return "?";
+}
+
+const char* iter_name(iter_kind k) {
+  switch (k) {
+    case iter_kind::ubuf: return "ubuf";
+    case iter_kind::iovec: return "iovec";
+    case iter_kind::bvec: return "bvec";
+    case iter_kind::fixed: return "fixed";
+  }
+  return "?";
+}
+
+namespace {
+// The driver's settings, passed through to blkdev_create() (which says which
+// driver has which). Flags without a value mean 1.
+const std::set<std::string> kDriverSettings = {
+    "blocksize", "memory_backed", "cache_size", "zoned", "zone_size", "zone_capacity", "zone_nr_conv",
+    "zone_max_open", "zone_max_active", "detect_zeroes", "fua", "discard", "max_pages", "copy_mode", "iteration"};
+
+absl::Status bad(const std::string& name, const std::string& value, const char* want) {
+  return absl::InvalidArgumentError(absl::StrCat("--", name, "=", value, ": expected ", want));
+}
+
+absl::Status parse_unsigned(const std::string& name, const std::string& value, unsigned* out, unsigned min) {
+  unsigned v;
+  if (!absl::SimpleAtoi(value, &v) || v < min)
+    return bad(name, value, min ? "a positive integer" : "an integer");
+  *out = v;
+  return absl::OkStatus();
+}
+}  // namespace
+
+absl::StatusOr<job_options> parse_options(int argc, char** argv) {
+  job_options o;
+  bool size_given = false, memory_backed_given = false;
+  for (int a = 1; a < argc; a++) {
+    std::string arg = argv[a];
+    auto opt = tools::split_option(arg);
+    if (!opt)
+      return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", arg, "' (options are --name=value)"));
+    const std::string& name = opt->first;
+    const std::string value = opt->second.value_or("");
+    absl::Status s;
+    if (name == "driver") {
+      if (value != "brd" && value != "null_blk")
+        return bad(name, value, "brd or null_blk");
+      o.driver = value;
+    } else if (name == "size" || name == "bs" || name == "io_size") {
+      auto v = tools::parse_size(value);
+      if (!v.ok() || *v == 0)
+        return bad(name, value, "a positive size such as 4k or 64m");
+      (name == "size" ? o.size : name == "bs" ? o.bs : o.io_size) = *v;
+      size_given |= name == "size";
+    } else if (name == "rw" || name == "readwrite") {
+      if (value == "read") o.rw = rw_pattern::read;
+      else if (value == "write") o.rw = rw_pattern::write;
+      else if (value == "randread") o.rw = rw_pattern::randread;
+      else if (value == "randwrite") o.rw = rw_pattern::randwrite;
+      else if (value == "randrw") o.rw = rw_pattern::randrw;
+      else return bad(name, value, "read, write, randread, randwrite or randrw");
+    } else if (name == "numjobs") {
+      s = parse_unsigned(name, value, &o.numjobs, 1);
+    } else if (name == "iodepth") {
+      s = parse_unsigned(name, value, &o.iodepth, 1);
+    } else if (name == "rwmixread") {
+      s = parse_unsigned(name, value, &o.rwmixread, 0);
+      if (s.ok() && o.rwmixread > 100)
+        return bad(name, value, "a percentage, 0 to 100");
+    } else if (name == "runtime") {
+      double v;
+      std::string num = value;
+      if (!num.empty() && num.back() == 's')
+        num.pop_back();
+      if (!absl::SimpleAtod(num, &v) || v <= 0)
+        return bad(name, value, "a positive number of seconds");
+      o.runtime = v;
+    } else if (name == "verify") {
+      if (value != "crc32c")
+        return bad(name, value, "crc32c");
+      o.verify = true;
+    } else if (name == "iter") {
+      if (value == "ubuf") o.iter = iter_kind::ubuf;
+      else if (value == "iovec") o.iter = iter_kind::iovec;
+      else if (value == "bvec") o.iter = iter_kind::bvec;
+      else if (value == "fixed") o.iter = iter_kind::fixed;
+      else return bad(name, value, "ubuf, iovec, bvec or fixed");
+    } else if (name == "output-format") {
+      if (value != "normal" && value != "json")
+        return bad(name, value, "normal or json");
+      o.json = value == "json";
+    } else if (name == "prefill") {
+      o.prefill = value.empty() || value == "1";
+    } else if (name == "randseed") {
+      if (!absl::SimpleAtoi(value, &o.seed))
+        return bad(name, value, "an integer");
+    } else if (name == "debug-corrupt") {
+      auto v = tools::parse_size(value);
+      if (!v.ok())
+        return bad(name, value, "a byte offset");
+      o.debug_corrupt = static_cast<int64_t>(*v);
+    } else if (kDriverSettings.count(name)) {
+      o.settings.emplace_back(name, opt->second ? value : "1");
+      memory_backed_given |= name == "memory_backed";
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("unknown option --", name));
+    }
+    if (!s.ok())
+      return s;
+  }
+  (void)size_given;
+  o.settings.emplace_back("size", std::to_string(o.size));
+  if (o.driver == "null_blk" && !memory_backed_given)
+    o.settings.emplace_back("memory_backed", "1");  // the programs' default
+  if (o.bs % SECTOR_SIZE || o.bs > (64u << 20))
+    return absl::InvalidArgumentError(absl::StrCat("--bs=", o.bs, ": must be a multiple of 512, at most 64m"));
+  if (o.size < o.bs * o.numjobs)
+    return absl::InvalidArgumentError(
+        absl::StrCat("--size=", o.size, " is too small for ", o.numjobs, " jobs of --bs=", o.bs));
+  if (o.runtime == 0 && o.io_size == 0)
+    o.io_size = o.size;
+  return o;
+}
+
+}  // namespace iov::fio
