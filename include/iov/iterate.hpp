@@ -110,10 +110,8 @@ IOV_ALWAYS_INLINE size_t walk_xarray(iov_iter* iter, size_t len, void* priv, voi
   unsigned long index = start >> PAGE_SHIFT;
   size_t offset = start & (PAGE_SIZE - 1);
   rcu_read_guard rcu;
-  while (len) {
-    page* pg = static_cast<page*>(xa_load(iter->xarray, index));
-    if (!pg)
-      break;
+  XA_STATE(xas, iter->xarray, index);
+  for (page* pg = static_cast<page*>(xas_load(&xas)); pg; pg = static_cast<page*>(xas_next(&xas))) {
     size_t part = std::min(len, PAGE_SIZE - offset);
     char* base = static_cast<char*>(kmap_local_page(pg));
     size_t remain = step(base + offset, progress, part, priv, priv2);
@@ -121,10 +119,9 @@ IOV_ALWAYS_INLINE size_t walk_xarray(iov_iter* iter, size_t len, void* priv, voi
     size_t consumed = part - remain;
     progress += consumed;
     len -= consumed;
-    if (remain)
+    if (remain || !len)
       break;
     offset = 0;
-    index++;
   }
   iter->iov_offset += progress;
   iter->count -= progress;
