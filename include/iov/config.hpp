@@ -35,5 +35,10 @@ namespace iov::internal {
 #define IOV_BUG_ON(cond, what) \
   (IOV_UNLIKELY(cond) ? (::iov::internal::bug((what), __FILE__, __LINE__), true) : false)
 #else
-#define IOV_BUG_ON(cond, what) IOV_UNLIKELY(cond)
+#define IOV_BUG_ON(cond, what) ::iov::internal::bug_on_unchecked(cond)
 #endif
+
+namespace iov::internal {
+// A call, not a bare expression, so IOV_BUG_ON may stand as a statement.
+inline bool bug_on_unchecked(bool cond) noexcept { return __builtin_expect(cond, 0); }
+}  // namespace iov::internal

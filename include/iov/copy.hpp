@@ -55,17 +55,32 @@ inline size_t zero_to_iter(void* iter_to, size_t, size_t len, void*, void*) {
 }
 }  // namespace internal
 
-inline size_t copy_to_iter(const void* addr, size_t bytes, iov_iter* i) {
+namespace internal {
+// The walks of the types other than UBUF, kept out of the callers' bodies so
+// that the common single-buffer case inlines into them as a bare memcpy (the
+// kernel splits copy_to_iter() from _copy_to_iter() for the same reason).
+IOV_NOINLINE inline size_t copy_to_iter_walk(const void* addr, size_t bytes, iov_iter* i) {
+  return iterate_and_advance(i, bytes, const_cast<void*>(addr), copy_to_user_iter, memcpy_to_iter);
+}
+IOV_NOINLINE inline size_t copy_from_iter_walk(void* addr, size_t bytes, iov_iter* i) {
+  return iterate_and_advance(i, bytes, addr, copy_from_user_iter, memcpy_from_iter);
+}
+}  // namespace internal
+
+IOV_ALWAYS_INLINE size_t copy_to_iter(const void* addr, size_t bytes, iov_iter* i) {
   if (IOV_UNLIKELY(i->data_source))
     return 0;
-  return iterate_and_advance(i, bytes, const_cast<void*>(addr), internal::copy_to_user_iter,
-                             internal::memcpy_to_iter);
+  if (IOV_LIKELY(iter_is_ubuf(i)))
+    return iterate_ubuf(i, bytes, const_cast<void*>(addr), nullptr, internal::copy_to_user_iter);
+  return internal::copy_to_iter_walk(addr, bytes, i);
 }
 
-inline size_t copy_from_iter(void* addr, size_t bytes, iov_iter* i) {
+IOV_ALWAYS_INLINE size_t copy_from_iter(void* addr, size_t bytes, iov_iter* i) {
   if (IOV_UNLIKELY(!i->data_source))
     return 0;
-  return iterate_and_advance(i, bytes, addr, internal::copy_from_user_iter, internal::memcpy_from_iter);
+  if (IOV_LIKELY(iter_is_ubuf(i)))
+    return iterate_ubuf(i, bytes, addr, nullptr, internal::copy_from_user_iter);
+  return internal::copy_from_iter_walk(addr, bytes, i);
 }
 
 inline size_t copy_to_iter_outofline(const void* addr, size_t bytes, iov_iter* i) {

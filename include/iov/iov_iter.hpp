@@ -80,7 +80,7 @@ inline int iov_iter_rw(const iov_iter* i) { return i->data_source ? ITER_SOURCE 
 
 namespace internal {
 inline void check_direction(unsigned direction) {
-  IOV_BUG_ON(direction != ITER_DEST && direction != ITER_SOURCE,
+  (void)IOV_BUG_ON(direction != ITER_DEST && direction != ITER_SOURCE,
              "iov_iter init: direction must be ITER_DEST or ITER_SOURCE");
 }
 // Sum of segment lengths, saturating, for the count check of the initializers.
@@ -112,7 +112,7 @@ inline void iov_iter_ubuf(iov_iter* i, unsigned direction, void* buf, size_t cou
 inline void iov_iter_init(iov_iter* i, unsigned direction, const ::iovec* iov, unsigned long nr_segs,
                           size_t count) {
 #if IOV_CHECKS
-  IOV_BUG_ON(count > internal::segments_total(iov, nr_segs, [](const ::iovec& v) { return v.iov_len; }),
+  (void)IOV_BUG_ON(count > internal::segments_total(iov, nr_segs, [](const ::iovec& v) { return v.iov_len; }),
              "iov_iter_init: count exceeds the segments' total");
 #endif
   internal::init_common(i, ITER_IOVEC, direction, count);
@@ -124,7 +124,7 @@ inline void iov_iter_init(iov_iter* i, unsigned direction, const ::iovec* iov, u
 inline void iov_iter_kvec(iov_iter* i, unsigned direction, const kvec* kv, unsigned long nr_segs,
                           size_t count) {
 #if IOV_CHECKS
-  IOV_BUG_ON(count > internal::segments_total(kv, nr_segs, [](const kvec& v) { return v.iov_len; }),
+  (void)IOV_BUG_ON(count > internal::segments_total(kv, nr_segs, [](const kvec& v) { return v.iov_len; }),
              "iov_iter_kvec: count exceeds the segments' total");
 #endif
   internal::init_common(i, ITER_KVEC, direction, count);
@@ -136,7 +136,7 @@ inline void iov_iter_kvec(iov_iter* i, unsigned direction, const kvec* kv, unsig
 inline void iov_iter_bvec(iov_iter* i, unsigned direction, const bio_vec* bv, unsigned long nr_segs,
                           size_t count) {
 #if IOV_CHECKS
-  IOV_BUG_ON(count > internal::segments_total(bv, nr_segs, [](const bio_vec& v) { return size_t{v.bv_len}; }),
+  (void)IOV_BUG_ON(count > internal::segments_total(bv, nr_segs, [](const bio_vec& v) { return size_t{v.bv_len}; }),
              "iov_iter_bvec: count exceeds the segments' total");
 #endif
   internal::init_common(i, ITER_BVEC, direction, count);

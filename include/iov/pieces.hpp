@@ -80,7 +80,10 @@ inline std::span<std::byte> first_piece(iov_iter& i) {
 }
 }  // namespace internal
 
-class pieces_view : public std::ranges::view_interface<pieces_view>, public ranges::view_base {
+// A view for both std::ranges and range-v3 (each recognises its own view_base;
+// std::ranges::view_interface is left out as clang 14 cannot check it on an
+// incomplete class with libstdc++ 12).
+class pieces_view : public std::ranges::view_base, public ranges::view_base {
  public:
   class iterator {
    public:
@@ -119,6 +122,7 @@ class pieces_view : public std::ranges::view_interface<pieces_view>, public rang
   explicit pieces_view(const iov_iter& i) : it_(i) {}
   iterator begin() const { return iterator(it_); }
   iterator end() const { return iterator(); }
+  bool empty() const { return begin() == end(); }
 
  private:
   iov_iter it_{};
