@@ -1,0 +1,373 @@
+// bench_common.cc: the benchmark buffers (tiled and streaming), the segment
+// arrays of the cases, the registration helpers, and the symbol lookup behind
+// the suite's check that generic_iterate is a real out-of-line call.
+//
+//   iov::bench::bench_memory& m = iov::bench::get_memory(iov::bench::memory_kind::tiled);
+//   // m.buffer, m.scratch: 256 MiB each, backed by one 16 KiB tile apiece
+#include "bench_common.hpp"
+
+#include <cxxabi.h>
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <mutex>
+
+namespace iov::bench {
+
+namespace {
+
+size_t g_tile = 16 * 1024;
+
+[[noreturn]] void die(const char* what) {
+  std::fprintf(stderr, "iov-bench: %s: %s\n", what, std::strerror(errno));
+  std::exit(1);
+}
+
+// 256 MiB of address space mapped again and again onto one memfd of `tile`
+// bytes, populated up front so no sample takes page faults.
+char* map_tiled(size_t size, size_t tile, const char* name) {
+  int fd = memfd_create(name, MFD_CLOEXEC);
+  if (fd < 0)
+    die("memfd_create");
+  if (ftruncate(fd, static_cast<off_t>(tile)) != 0)
+    die("ftruncate");
+  void* base = mmap(nullptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (base == MAP_FAILED)
+    die("mmap (reserve)");
+  char* p = static_cast<char*>(base);
+  for (size_t off = 0; off < size; off += tile) {
+    void* q = mmap(p + off, tile, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED | MAP_POPULATE, fd, 0);
+    if (q == MAP_FAILED) {
+      std::fprintf(stderr, "iov-bench: mapping tile %zu of %zu failed (vm.max_map_count?); try a larger --tile\n",
+                   off / tile, size / tile);
+      die("mmap (tile)");
+    }
+  }
+  close(fd);
+  return p;
+}
+
+// 256 MiB of distinct memory in 4 KiB pages (as the kernel's vmap), faulted in.
+char* map_streaming(size_t size) {
+  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED)
+    die("mmap (streaming)");
+  madvise(p, size, MADV_NOHUGEPAGE);
+  std::memset(p, 0, size);
+  return static_cast<char*>(p);
+}
+
+void fill_pattern(char* p, size_t len) {
+  for (size_t off = 0; off + sizeof(uint64_t) <= len; off += sizeof(uint64_t)) {
+    uint64_t v = (off * 0x9E3779B97F4A7C15ull) ^ 0x5A5A5A5A5A5A5A5Aull;
+    std::memcpy(p + off, &v, sizeof v);
+  }
+}
+
+bench_memory* create_memory(memory_kind kind) {
+  auto* m = new bench_memory{};  // kept until exit, as the kernel's kunit resources are per test
+  m->kind = kind;
+  m->size = BENCH_SIZE;
+  if (kind == memory_kind::tiled) {
+    m->buffer = map_tiled(BENCH_SIZE, g_tile, "iov-bench-buffer");
+    m->scratch = map_tiled(BENCH_SIZE, g_tile, "iov-bench-scratch");
+    fill_pattern(m->buffer, g_tile);
+    // MAP_POPULATE maps shared pages read-only; take each write fault now
+    // rather than in the first sample.
+    for (size_t off = 0; off < BENCH_SIZE; off += PAGE_SIZE) {
+      static_cast<volatile char*>(m->buffer)[off] = m->buffer[off];
+      static_cast<volatile char*>(m->scratch)[off] = m->scratch[off];
+    }
+  } else {
+    m->buffer = map_streaming(BENCH_SIZE);
+    m->scratch = map_streaming(BENCH_SIZE);
+    fill_pattern(m->buffer, BENCH_SIZE);
+  }
+  m->iovecs.resize(BENCH_PAGES);
+  m->bvecs.resize(BENCH_PAGES);
+  for (size_t i = 0; i < BENCH_PAGES; i++) {
+    char* pg = m->buffer + i * PAGE_SIZE;
+    m->iovecs[i] = ::iovec{pg, PAGE_SIZE};
+    bvec_set_page(&m->bvecs[i], virt_to_page(pg), PAGE_SIZE, 0);
+    void* old = xa_store(&m->pages, i, virt_to_page(pg));
+    if (xa_is_err(old)) {
+      errno = -xa_err(old);
+      die("xa_store");
+    }
+  }
+  // iov_kunit_benchmark_kvec: equal parts, the remainder in the last one.
+  size_t part = BENCH_SIZE / BENCH_KVECS;
+  for (size_t i = 0; i < BENCH_KVECS; i++)
+    m->kvecs.push_back(kvec{m->buffer + i * part, part});
+  m->kvecs.back().iov_len += BENCH_SIZE - part * BENCH_KVECS;
+  return m;
+}
+
+std::map<std::string, std::string>& baselines() {
+  static std::map<std::string, std::string> map;
+  return map;
+}
+
+}  // namespace
+
+const char* memory_suffix(memory_kind kind) { return kind == memory_kind::tiled ? "" : "_streaming"; }
+
+void set_tile_size(size_t bytes) { g_tile = bytes; }
+size_t tile_size() { return g_tile; }
+
+bench_memory& get_memory(memory_kind kind) {
+  static bench_memory* tiled = nullptr;
+  static bench_memory* streaming = nullptr;
+  bench_memory*& slot = kind == memory_kind::tiled ? tiled : streaming;
+  if (!slot)
+    slot = create_memory(kind);
+  return *slot;
+}
+
+const char* case_name(bench_case c) {
+  switch (c) {
+    case bench_case::ubuf: return "ubuf";
+    case bench_case::iovec: return "iovec";
+    case bench_case::kvec: return "kvec";
+    case bench_case::bvec: return "bvec";
+    case bench_case::bvec_split: return "bvec_split";
+    case bench_case::xarray: return "xarray";
+    case bench_case::xarray_to_bvec: return "xarray_to_bvec";
+  }
+  return "?";
+}
+
+const std::vector<std::pair<size_t, size_t>>& case_pieces(bench_case c) {
+  static const auto pages = [] {
+    std::vector<std::pair<size_t, size_t>> v;
+    for (size_t off = 0; off < BENCH_SIZE; off += PAGE_SIZE)
+      v.emplace_back(off, PAGE_SIZE);
+    return v;
+  }();
+  static const auto kvecs = [] {
+    std::vector<std::pair<size_t, size_t>> v;
+    size_t part = BENCH_SIZE / BENCH_KVECS;
+    for (size_t i = 0; i < BENCH_KVECS; i++)
+      v.emplace_back(i * part, part);
+    v.back().second += BENCH_SIZE - part * BENCH_KVECS;
+    return v;
+  }();
+  return c == bench_case::kvec ? kvecs : pages;
+}
+
+benchmark::internal::Benchmark* register_sampled(const std::string& name,
+                                                 std::function<void(benchmark::State&)> fn) {
+  return benchmark::RegisterBenchmark(name.c_str(), [fn = std::move(fn)](benchmark::State& state) { fn(state); })
+      ->Iterations(1)
+      ->Repetitions(BENCH_SAMPLES)
+      ->UseRealTime()
+      ->Unit(benchmark::kMicrosecond);
+}
+
+void expect_bytes(benchmark::State& state, size_t got, size_t want) {
+  if (got != want) {
+    std::string msg = "processed " + std::to_string(got) + " bytes, expected " + std::to_string(want);
+    state.SkipWithError(msg.c_str());
+    return;
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(want) * state.iterations());
+  state.counters["bytes"] = static_cast<double>(want);  // per iteration, for the summary's GB/s
+}
+
+void set_baseline(const std::string& group, const std::string& baseline_name) {
+  baselines()[group] = baseline_name;
+}
+
+std::string baseline_for(const std::string& group) {
+  auto it = baselines().find(group);
+  return it == baselines().end() ? std::string() : it->second;
+}
+
+// --- Symbols ----------------------------------------------------------------
+
+namespace {
+
+struct elf_symbol {
+  uintptr_t start;
+  size_t size;
+  std::string name;  // mangled
+};
+
+// The function symbols of one loaded object, at their run-time addresses.
+std::vector<elf_symbol> read_symbols(const std::string& path, uintptr_t load_bias) {
+  std::vector<elf_symbol> out;
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (file.size() < sizeof(Elf64_Ehdr) || std::memcmp(file.data(), ELFMAG, SELFMAG) != 0 ||
+      file[EI_CLASS] != ELFCLASS64)
+    return out;
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, file.data(), sizeof eh);
+  if (eh.e_shoff == 0 || eh.e_shentsize != sizeof(Elf64_Shdr) ||
+      eh.e_shoff + size_t{eh.e_shnum} * sizeof(Elf64_Shdr) > file.size())
+    return out;
+  std::vector<Elf64_Shdr> sh(eh.e_shnum);
+  std::memcpy(sh.data(), file.data() + eh.e_shoff, sh.size() * sizeof(Elf64_Shdr));
+  // The full table when the object is not stripped, else the dynamic one.
+  for (uint32_t want : {uint32_t{SHT_SYMTAB}, uint32_t{SHT_DYNSYM}}) {
+    for (const Elf64_Shdr& s : sh) {
+      if (s.sh_type != want || s.sh_link >= sh.size() || s.sh_offset + s.sh_size > file.size())
+        continue;
+      const Elf64_Shdr& str = sh[s.sh_link];
+      if (str.sh_offset + str.sh_size > file.size())
+        continue;
+      for (size_t k = 0; k < s.sh_size / sizeof(Elf64_Sym); k++) {
+        Elf64_Sym sym;
+        std::memcpy(&sym, file.data() + s.sh_offset + k * sizeof(Elf64_Sym), sizeof sym);
+        unsigned type = ELF64_ST_TYPE(sym.st_info);
+        if (sym.st_shndx == SHN_UNDEF || sym.st_name >= str.sh_size ||
+            (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE))
+          continue;
+        const char* name = file.data() + str.sh_offset + sym.st_name;
+        out.push_back({load_bias + sym.st_value, sym.st_size,
+                       std::string(name, strnlen(name, str.sh_size - sym.st_name))});
+      }
+    }
+    if (!out.empty())
+      break;
+  }
+  return out;
+}
+
+struct loaded_object {
+  std::string path;
+  std::vector<elf_symbol> symbols;
+};
+
+const loaded_object* object_of(const void* addr) {
+  static std::mutex lock;
+  static std::map<std::string, std::unique_ptr<loaded_object>> cache;
+  Dl_info info;
+  link_map* lm = nullptr;
+  if (!dladdr1(addr, &info, reinterpret_cast<void**>(&lm), RTLD_DL_LINKMAP) || !lm)
+    return nullptr;
+  std::string path = lm->l_name && lm->l_name[0] ? lm->l_name : "/proc/self/exe";
+  std::lock_guard<std::mutex> guard(lock);
+  auto& slot = cache[path];
+  if (!slot) {
+    slot = std::make_unique<loaded_object>();
+    slot->path = path == "/proc/self/exe" ? [] {
+      char buf[4096];
+      ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+      return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("/proc/self/exe");
+    }() : path;
+    slot->symbols = read_symbols(path, lm->l_addr);
+  }
+  return slot.get();
+}
+
+std::string demangle(const std::string& name) {
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> d(abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), std::free);
+  return status == 0 && d ? std::string(d.get()) : name;
+}
+
+}  // namespace
+
+std::string symbol_at(const void* addr, std::string* object, const void** start, size_t* size) {
+  const loaded_object* obj = object_of(addr);
+  if (!obj)
+    return "";
+  if (object)
+    *object = obj->path;
+  auto a = reinterpret_cast<uintptr_t>(addr);
+  const elf_symbol* best = nullptr;
+  for (const elf_symbol& s : obj->symbols) {
+    bool inside = s.size ? (a >= s.start && a < s.start + s.size) : a == s.start;
+    if (inside && (!best || s.size < best->size))
+      best = &s;
+  }
+  if (!best)
+    return "";
+  if (start)
+    *start = reinterpret_cast<const void*>(best->start);
+  if (size)
+    *size = best->size;
+  return demangle(best->name);
+}
+
+bool program_has_symbol(const char* mangled_name) {
+  const loaded_object* obj = object_of(reinterpret_cast<const void*>(&program_has_symbol));
+  if (!obj)
+    return false;
+  for (const elf_symbol& s : obj->symbols)
+    if (s.name == mangled_name)
+      return true;
+  return false;
+}
+
+// --- The out-of-line check ---------------------------------------------------
+
+namespace {
+
+struct step_probe {
+  size_t calls;
+  const void* caller;  // where the last call came from
+};
+
+IOV_NOINLINE size_t counting_step(void*, size_t, size_t, void* priv, void*) {
+  auto* probe = static_cast<step_probe*>(priv);
+  probe->calls++;
+  probe->caller = __builtin_extract_return_addr(__builtin_return_address(0));
+  return 0;
+}
+
+}  // namespace
+
+bool check_generic_iterate_out_of_line(std::string* detail) {
+  constexpr size_t n_pages = 4;
+  page* frames = alloc_pages(GFP_KERNEL, 2);
+  if (!frames) {
+    *detail = "alloc_pages failed";
+    return false;
+  }
+  bio_vec bv[n_pages];
+  for (size_t j = 0; j < n_pages; j++)
+    bvec_set_page(&bv[j], frames + j, PAGE_SIZE, 0);
+  iov_iter it;
+  iov_iter_bvec(&it, ITER_SOURCE, bv, n_pages, n_pages * PAGE_SIZE);
+  step_probe probe{};
+  size_t n = generic_iterate(&it, n_pages * PAGE_SIZE, &probe, nullptr, counting_step, counting_step);
+  free_pages(frames, 2);
+
+  std::string object;
+  const void* start = nullptr;
+  size_t size = 0;
+  const void* entry = reinterpret_cast<const void*>(&generic_iterate);
+  std::string fn = symbol_at(entry, &object, &start, &size);
+  std::string caller = symbol_at(probe.caller);
+  bool resolved = fn.rfind("iov::generic_iterate(", 0) == 0 && start == entry;
+  auto c = reinterpret_cast<uintptr_t>(probe.caller), s = reinterpret_cast<uintptr_t>(start);
+  // Called from the library's walk: inside generic_iterate itself, or a
+  // helper of the library it calls (never code of the suite).
+  bool from_library = (resolved && c >= s && c < s + size) ||
+                      (caller.rfind("iov::", 0) == 0 && caller.rfind("iov::bench::", 0) != 0);
+  char buf[1024];
+  std::snprintf(buf, sizeof buf,
+                "iov::generic_iterate at %p (%zu bytes) in %s; %zu bytes walked, counting step called %zu times "
+                "(want %zu), last from %s",
+                entry, size, object.empty() ? "?" : object.c_str(), n, probe.calls, n_pages,
+                caller.empty() ? "an unknown function" : caller.c_str());
+  *detail = buf;
+  if (!resolved)
+    *detail += "; the symbol was not found (stripped binary?)";
+  return n == n_pages * PAGE_SIZE && probe.calls == n_pages && resolved && from_library;
+}
+
+}  // namespace iov::bench

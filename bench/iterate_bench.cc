@@ -1,0 +1,208 @@
+// iterate_bench.cc: the kernel's iov_kunit_benchmark_* cases (David Howells'
+// "iov_iter: Add benchmarking kunit tests"), each in three forms, with the
+// baselines they are measured against:
+//
+//   iov_kunit_benchmark_<case>            copy_from_iter(): iterate_and_advance, steps inlined
+//   iov_kunit_benchmark_<case>_outofline  copy_from_iter_outofline(): generic_iterate, steps by pointer
+//   iov_kunit_benchmark_<case>_typed      iterate_<type>() with a lambda step
+//   iov_kunit_benchmark_<case>_indirect   generic_iterate() with the suite's own steps, which
+//                                         it cannot recognise: every piece an indirect call,
+//                                         as in the kernel's out-of-line experiment
+//   iov_kunit_benchmark_zero_<case>...    the same for iov_iter_zero()
+//   baseline_memcpy_<case>, baseline_memset_<case>   plain memcpy/memset of the
+//                                         case's pieces over the same bytes
+//   baseline_memcpy_flat, baseline_memset_flat       one call over all 256 MiB
+//
+// and the inline and out-of-line forms and the baselines again over distinct
+// memory, suffixed _streaming.
+//
+//   iov-bench --filter='^iov_kunit_benchmark_bvec'
+//
+// As in the kernel, a copy case reads the iterator (ITER_SOURCE) into scratch.
+#include <cstring>
+#include <utility>
+
+#include "bench_common.hpp"
+
+namespace iov::bench {
+namespace {
+
+enum class form { inlined, outofline, typed, indirect };
+
+// Steps that generic_iterate() does not know (it runs the library's own
+// directly, as the kernel's INDIRECT_CALL_*()), like the kernel experiment's
+// shovel_to_kernel_iter(): they are reached through the pointer every time.
+size_t shovel_from_iter(void* iter_from, size_t progress, size_t len, void* to, void*) {
+  std::memcpy(static_cast<char*>(to) + progress, iter_from, len);
+  return 0;
+}
+size_t shovel_zero(void* iter_to, size_t, size_t len, void*, void*) {
+  std::memset(iter_to, 0, len);
+  return 0;
+}
+enum class op { copy, zero };
+
+// The type-specific walk of a case's iterators.
+template <bench_case C, class Step>
+IOV_ALWAYS_INLINE size_t typed_walk(iov_iter* it, size_t len, void* priv, Step&& step) {
+  if constexpr (C == bench_case::ubuf)
+    return iterate_ubuf(it, len, priv, nullptr, step);
+  else if constexpr (C == bench_case::iovec)
+    return iterate_iovec(it, len, priv, nullptr, step);
+  else if constexpr (C == bench_case::kvec)
+    return iterate_kvec(it, len, priv, nullptr, step);
+  else if constexpr (C == bench_case::xarray)
+    return iterate_xarray(it, len, priv, nullptr, step);
+  else  // bvec, bvec_split, xarray_to_bvec
+    return iterate_bvec(it, len, priv, nullptr, step);
+}
+
+template <bench_case C, form F>
+IOV_ALWAYS_INLINE size_t copy_out(iov_iter* it, char* to) {
+  size_t len = iov_iter_count(it);
+  if constexpr (F == form::inlined) {
+    return copy_from_iter(to, len, it);
+  } else if constexpr (F == form::outofline) {
+    return copy_from_iter_outofline(to, len, it);
+  } else if constexpr (F == form::indirect) {
+    return generic_iterate(it, len, to, nullptr, shovel_from_iter, shovel_from_iter);
+  } else {
+    return typed_walk<C>(it, len, to, [](void* from, size_t progress, size_t n, void* dst, void*) -> size_t {
+      std::memcpy(static_cast<char*>(dst) + progress, from, n);
+      return 0;
+    });
+  }
+}
+
+template <bench_case C, form F>
+IOV_ALWAYS_INLINE size_t zero_fill(iov_iter* it) {
+  size_t len = iov_iter_count(it);
+  if constexpr (F == form::inlined) {
+    return iov_iter_zero(len, it);
+  } else if constexpr (F == form::outofline) {
+    return iov_iter_zero_outofline(len, it);
+  } else if constexpr (F == form::indirect) {
+    return generic_iterate(it, len, nullptr, nullptr, shovel_zero, shovel_zero);
+  } else {
+    return typed_walk<C>(it, len, nullptr, [](void* base, size_t, size_t n, void*, void*) -> size_t {
+      std::memset(base, 0, n);
+      return 0;
+    });
+  }
+}
+
+// A few pages, spread over the 256 MiB, whose contents are checked after the
+// timed walk: the copy must have reached scratch, the zero-fill the buffer.
+constexpr size_t probe_offsets[] = {0, BENCH_SIZE / 2 + 3 * PAGE_SIZE, BENCH_SIZE - PAGE_SIZE};
+
+void arm_probes(bench_memory& m, op o) {
+  for (size_t off : probe_offsets) {
+    if (o == op::copy) {
+      for (size_t k = 0; k < PAGE_SIZE; k++)
+        m.scratch[off + k] = static_cast<char>(~m.buffer[off + k]);
+    } else {
+      std::memset(m.buffer + off, 0xa5, PAGE_SIZE);
+    }
+  }
+}
+
+bool probes_hold(const bench_memory& m, op o) {
+  static const char zeroes[PAGE_SIZE] = {};
+  for (size_t off : probe_offsets) {
+    const char* want = o == op::copy ? m.buffer + off : zeroes;
+    const char* got = o == op::copy ? m.scratch + off : m.buffer + off;
+    if (std::memcmp(got, want, PAGE_SIZE) != 0)
+      return false;
+  }
+  return true;
+}
+
+template <bench_case C, form F, op O>
+void bm_iterate(benchmark::State& state, memory_kind kind) {
+  bench_memory& m = get_memory(kind);
+  arm_probes(m, O);
+  size_t done = 0;
+  for (auto _ : state) {
+    if constexpr (O == op::copy)
+      done = for_each_iter<C>(m, ITER_SOURCE,
+                              [&m](iov_iter* it, size_t off) { return copy_out<C, F>(it, m.scratch + off); });
+    else
+      done = for_each_iter<C>(m, ITER_DEST, [](iov_iter* it, size_t) { return zero_fill<C, F>(it); });
+    benchmark::ClobberMemory();
+  }
+  if (!probes_hold(m, O))
+    state.SkipWithError("data check failed: the walk did not move the bytes");
+  else
+    expect_bytes(state, done, m.size);
+}
+
+// memcpy/memset of exactly the pieces the case's step receives.
+template <op O>
+void bm_baseline(benchmark::State& state, bench_case c, memory_kind kind) {
+  bench_memory& m = get_memory(kind);
+  const auto& pieces = case_pieces(c);
+  for (auto _ : state) {
+    for (const auto& [off, len] : pieces) {
+      if constexpr (O == op::copy)
+        std::memcpy(m.scratch + off, m.buffer + off, len);
+      else
+        std::memset(m.buffer + off, 0, len);
+    }
+    benchmark::ClobberMemory();
+  }
+  expect_bytes(state, m.size, m.size);
+}
+
+template <op O>
+void bm_flat(benchmark::State& state, memory_kind kind) {
+  bench_memory& m = get_memory(kind);
+  for (auto _ : state) {
+    if constexpr (O == op::copy)
+      std::memcpy(m.scratch, m.buffer, m.size);
+    else
+      std::memset(m.buffer, 0, m.size);
+    benchmark::ClobberMemory();
+  }
+  expect_bytes(state, m.size, m.size);
+}
+
+template <bench_case C, op O>
+void register_case(memory_kind kind) {
+  const std::string sfx = memory_suffix(kind);
+  const std::string name = case_name(C);
+  const std::string group = O == op::copy ? name : "zero_" + name;
+  const std::string base = (O == op::copy ? "baseline_memcpy_" : "baseline_memset_") + name;
+  const std::string bench = "iov_kunit_benchmark_" + group;
+  set_baseline(group, base);
+  register_sampled(base + sfx, [kind](benchmark::State& s) { bm_baseline<O>(s, C, kind); });
+  register_sampled(bench + sfx, [kind](benchmark::State& s) { bm_iterate<C, form::inlined, O>(s, kind); });
+  register_sampled(bench + "_outofline" + sfx,
+                   [kind](benchmark::State& s) { bm_iterate<C, form::outofline, O>(s, kind); });
+  // Over streaming memory every form runs at the memory's pace; the typed
+  // and indirect forms add nothing there but time.
+  if (kind == memory_kind::tiled) {
+    register_sampled(bench + "_typed", [kind](benchmark::State& s) { bm_iterate<C, form::typed, O>(s, kind); });
+    register_sampled(bench + "_indirect",
+                     [kind](benchmark::State& s) { bm_iterate<C, form::indirect, O>(s, kind); });
+  }
+}
+
+template <op O, size_t... I>
+void register_op(memory_kind kind, std::index_sequence<I...>) {
+  const std::string flat = O == op::copy ? "baseline_memcpy_flat" : "baseline_memset_flat";
+  register_sampled(flat + memory_suffix(kind), [kind](benchmark::State& s) { bm_flat<O>(s, kind); });
+  (register_case<all_cases[I], O>(kind), ...);
+}
+
+// Tiled first: the iteration figures the targets are about.
+const bool registered = [] {
+  constexpr auto cases = std::make_index_sequence<std::size(all_cases)>{};
+  for (memory_kind kind : {memory_kind::tiled, memory_kind::streaming}) {
+    register_op<op::copy>(kind, cases);
+    register_op<op::zero>(kind, cases);
+  }
+  return true;
+}();
+
+}  // namespace
+}  // namespace iov::bench
