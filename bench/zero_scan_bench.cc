@@ -1,0 +1,194 @@
+// zero_scan_bench.cc: zero detection over the kernel benchmark's iterators, in
+// the inline and out-of-line forms, against ISA-L's isal_zero_detect():
+//
+//   iov_kunit_benchmark_zero_scan_<case>[_outofline]     iov_iter_is_zero() over the case's iterators
+//   iov_kunit_benchmark_skip_zeroes_<case>[_outofline]   iov_iter_skip_zeroes() over them
+//   baseline_isal_zero_detect_<case>                     isal_zero_detect() per piece of the case
+//   iov_kunit_benchmark_zero_scan_flat                   one mem_is_zero() over the 256 MiB
+//   baseline_isal_zero_detect_flat                       one isal_zero_detect() over the same
+//   iov_kunit_benchmark_zero_scan_flat_l1                mem_is_zero() of one 16 KiB buffer, 16384 times
+//   baseline_isal_zero_detect_flat_l1                    isal_zero_detect() of the same
+//
+// each over all-zero memory: tiled (every page of the 256 MiB is the kernel's
+// shared zero page, so the data sits in L1) and distinct (suffix _streaming).
+// IOV_SIMD=portable|avx2 in the environment runs a lower kernel.
+//
+//   iov-bench --filter='zero_scan|skip_zeroes|zero_detect'
+#include <isa-l/mem_routines.h>
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "bench_common.hpp"
+#include "iov/zero_scan.hpp"
+
+namespace iov::bench {
+namespace {
+
+enum class form { inlined, outofline };
+
+constexpr size_t L1_BUFFER = 16 * 1024;
+
+[[noreturn]] void die(const char* what) {
+  std::fprintf(stderr, "iov-bench: %s: %s\n", what, std::strerror(errno));
+  std::exit(1);
+}
+
+// The cases' segment arrays over 256 MiB of zeroes. Tiled: a private
+// anonymous mapping that is only ever read maps every page to the kernel's
+// zero page, one 4 KiB frame in L1 (the kernel benchmark's vmap of one page
+// many times). Streaming: the same, written once so each page is its own.
+bench_memory& zero_memory(memory_kind kind) {
+  static bench_memory* slots[2];
+  bench_memory*& m = slots[kind == memory_kind::tiled ? 0 : 1];
+  if (m)
+    return *m;
+  m = new bench_memory{};  // kept until exit
+  m->kind = kind;
+  m->size = BENCH_SIZE;
+  int prot = kind == memory_kind::tiled ? PROT_READ : PROT_READ | PROT_WRITE;
+  void* p = mmap(nullptr, BENCH_SIZE, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED)
+    die("mmap (zero memory)");
+  madvise(p, BENCH_SIZE, MADV_NOHUGEPAGE);  // a huge zero page would not fit L1
+  m->buffer = static_cast<char*>(p);
+  if (kind == memory_kind::streaming) {
+    std::memset(m->buffer, 0, BENCH_SIZE);
+  } else {
+    volatile char sink = 0;
+    for (size_t off = 0; off < BENCH_SIZE; off += PAGE_SIZE)
+      sink = sink + m->buffer[off];  // fault every page in now, not in a sample
+  }
+  m->scratch = nullptr;
+  m->iovecs.resize(BENCH_PAGES);
+  m->bvecs.resize(BENCH_PAGES);
+  for (size_t i = 0; i < BENCH_PAGES; i++) {
+    char* pg = m->buffer + i * PAGE_SIZE;
+    m->iovecs[i] = ::iovec{pg, PAGE_SIZE};
+    bvec_set_page(&m->bvecs[i], virt_to_page(pg), PAGE_SIZE, 0);
+    if (xa_is_err(xa_store(&m->pages, i, virt_to_page(pg))))
+      die("xa_store");
+  }
+  size_t part = BENCH_SIZE / BENCH_KVECS;
+  for (size_t i = 0; i < BENCH_KVECS; i++)
+    m->kvecs.push_back(kvec{m->buffer + i * part, part});
+  m->kvecs.back().iov_len += BENCH_SIZE - part * BENCH_KVECS;
+  return *m;
+}
+
+template <bench_case C, form F>
+void bm_is_zero(benchmark::State& state, memory_kind kind) {
+  bench_memory& m = zero_memory(kind);
+  size_t done = 0;
+  for (auto _ : state) {
+    done = for_each_iter<C>(m, ITER_SOURCE, [](iov_iter* it, size_t) {
+      size_t n = iov_iter_count(it);
+      bool zero = F == form::inlined ? iov_iter_is_zero(it, n) : iov::internal::iov_iter_is_zero_outofline(it, n);
+      return zero ? n : 0;
+    });
+    benchmark::DoNotOptimize(done);
+  }
+  expect_bytes(state, done, m.size);
+}
+
+template <bench_case C, form F>
+void bm_skip_zeroes(benchmark::State& state, memory_kind kind) {
+  bench_memory& m = zero_memory(kind);
+  size_t done = 0;
+  for (auto _ : state) {
+    done = for_each_iter<C>(m, ITER_SOURCE, [](iov_iter* it, size_t) {
+      size_t n = iov_iter_count(it);
+      return F == form::inlined ? iov_iter_skip_zeroes(it, n) : iov::internal::iov_iter_skip_zeroes_outofline(it, n);
+    });
+    benchmark::DoNotOptimize(done);
+  }
+  expect_bytes(state, done, m.size);
+}
+
+// ISA-L on exactly the pieces the case's step receives.
+void bm_isal_pieces(benchmark::State& state, bench_case c, memory_kind kind) {
+  bench_memory& m = zero_memory(kind);
+  const auto& pieces = case_pieces(c);
+  size_t done = 0;
+  for (auto _ : state) {
+    done = 0;
+    for (const auto& [off, len] : pieces) {
+      if (isal_zero_detect(m.buffer + off, len) != 0)
+        break;
+      done += len;
+    }
+    benchmark::DoNotOptimize(done);
+  }
+  expect_bytes(state, done, m.size);
+}
+
+template <bool Isal>
+void bm_flat(benchmark::State& state, memory_kind kind) {
+  bench_memory& m = zero_memory(kind);
+  bool zero = false;
+  for (auto _ : state) {
+    zero = Isal ? isal_zero_detect(m.buffer, m.size) == 0 : mem_is_zero(m.buffer, m.size);
+    benchmark::DoNotOptimize(zero);
+  }
+  expect_bytes(state, zero ? m.size : 0, m.size);
+}
+
+// One small buffer again and again: the kernel's speed when the data is in L1.
+template <bool Isal>
+void bm_flat_l1(benchmark::State& state) {
+  alignas(64) static char buf[L1_BUFFER];  // zero-initialized
+  size_t done = 0;
+  for (auto _ : state) {
+    done = 0;
+    for (size_t k = 0; k < BENCH_SIZE / L1_BUFFER; k++) {
+      benchmark::DoNotOptimize(buf);
+      bool zero = Isal ? isal_zero_detect(buf, L1_BUFFER) == 0 : mem_is_zero(buf, L1_BUFFER);
+      if (!zero)
+        break;
+      done += L1_BUFFER;
+    }
+  }
+  expect_bytes(state, done, BENCH_SIZE);
+}
+
+template <bench_case C>
+void register_case(memory_kind kind) {
+  const std::string sfx = memory_suffix(kind), name = case_name(C);
+  const std::string scan = "iov_kunit_benchmark_zero_scan_" + name, skip = "iov_kunit_benchmark_skip_zeroes_" + name;
+  const std::string base = "baseline_isal_zero_detect_" + name;
+  set_baseline("zero_scan_" + name, base);
+  set_baseline("skip_zeroes_" + name, base);
+  register_sampled(base + sfx, [kind](benchmark::State& s) { bm_isal_pieces(s, C, kind); });
+  register_sampled(scan + sfx, [kind](benchmark::State& s) { bm_is_zero<C, form::inlined>(s, kind); });
+  register_sampled(scan + "_outofline" + sfx, [kind](benchmark::State& s) { bm_is_zero<C, form::outofline>(s, kind); });
+  register_sampled(skip + sfx, [kind](benchmark::State& s) { bm_skip_zeroes<C, form::inlined>(s, kind); });
+  register_sampled(skip + "_outofline" + sfx,
+                   [kind](benchmark::State& s) { bm_skip_zeroes<C, form::outofline>(s, kind); });
+}
+
+template <size_t... I>
+void register_all(memory_kind kind, std::index_sequence<I...>) {
+  const std::string sfx = memory_suffix(kind);
+  set_baseline("zero_scan_flat", "baseline_isal_zero_detect_flat");
+  register_sampled("baseline_isal_zero_detect_flat" + sfx, [kind](benchmark::State& s) { bm_flat<true>(s, kind); });
+  register_sampled("iov_kunit_benchmark_zero_scan_flat" + sfx,
+                   [kind](benchmark::State& s) { bm_flat<false>(s, kind); });
+  (register_case<all_cases[I]>(kind), ...);
+}
+
+const bool registered = [] {
+  set_baseline("zero_scan_flat_l1", "baseline_isal_zero_detect_flat_l1");
+  register_sampled("baseline_isal_zero_detect_flat_l1", [](benchmark::State& s) { bm_flat_l1<true>(s); });
+  register_sampled("iov_kunit_benchmark_zero_scan_flat_l1", [](benchmark::State& s) { bm_flat_l1<false>(s); });
+  for (memory_kind kind : {memory_kind::tiled, memory_kind::streaming})
+    register_all(kind, std::make_index_sequence<std::size(all_cases)>{});
+  return true;
+}();
+
+}  // namespace
+}  // namespace iov::bench

@@ -1,0 +1,325 @@
+// zero_scan.cc: the kernels behind memchr_inv() and mem_is_zero() — portable,
+// AVX2 and AVX-512, chosen once at run time — and the out-of-line iterator
+// forms of the zero scan (zero_scan.hpp).
+//
+//   iov::mem_is_zero(buf, len);                        // dispatched kernel
+//   iov::internal::zero_scan_select(iov::internal::simd_level::avx2);   // tests
+//
+// Every kernel has the same shape, so one can be checked against another:
+// short buffers in one or two overlapping (or masked) loads, up to eight
+// vectors ORed with one test; otherwise the first, last and middle vectors
+// first (most non-zero buffers fail there), then an aligned body that ORs
+// several vectors before each test, so the loop runs at the load ports' rate
+// rather than the branch's.
+#include <cstdint>
+#include <cstring>
+
+#include "iov/internal/zero_scan_simd.hpp"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define IOV_ZERO_SCAN_X86 1
+#define IOV_TARGET_AVX2 __attribute__((target("avx2,bmi,bmi2")))
+#define IOV_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,bmi,bmi2")))
+#endif
+
+namespace iov::internal {
+namespace {
+
+using u8 = unsigned char;
+
+inline uint64_t load64(const u8* p) {
+  uint64_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline uint32_t load32(const u8* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+template <class T>
+inline const T* align_down(const T* p, uintptr_t a) {
+  return reinterpret_cast<const T*>(reinterpret_cast<uintptr_t>(p) & ~(a - 1));
+}
+
+inline const u8* first_mismatch_bytes(const u8* p, u8 c, size_t len) {
+  for (size_t k = 0; k < len; k++)
+    if (p[k] != c) return p + k;
+  return nullptr;
+}
+
+// OR of every byte of a buffer shorter than 16 bytes, by overlapping loads.
+inline uint64_t or_short(const u8* p, size_t len) {
+  if (len >= 8) return load64(p) | load64(p + len - 8);
+  if (len >= 4) return load32(p) | load32(p + len - 4);
+  if (len == 0) return 0;
+  return p[0] | p[len / 2] | p[len - 1];  // covers 1..3 bytes
+}
+
+// memchr_inv of a buffer shorter than 16 bytes.
+inline const u8* memchr_inv_short(const u8* p, u8 c, size_t len) {
+  if (len < 8) return first_mismatch_bytes(p, c, len);
+  const uint64_t pat = 0x0101010101010101ull * c;
+  if (load64(p) != pat) return first_mismatch_bytes(p, c, 8);
+  if (load64(p + len - 8) != pat) return first_mismatch_bytes(p + len - 8, c, 8);
+  return nullptr;
+}
+
+// ---- portable: 64-bit words --------------------------------------------
+
+const void* memchr_inv_portable(const void* s, int c, size_t len) {
+  const u8* p = static_cast<const u8*>(s);
+  const u8 b = static_cast<u8>(c);
+  if (len < 16) return memchr_inv_short(p, b, len);
+  const uint64_t pat = 0x0101010101010101ull * b;
+  size_t k = 0;
+  for (; k + 32 <= len; k += 32) {
+    uint64_t x = (load64(p + k) ^ pat) | (load64(p + k + 8) ^ pat) | (load64(p + k + 16) ^ pat) |
+                 (load64(p + k + 24) ^ pat);
+    if (x != 0) return first_mismatch_bytes(p + k, b, 32);
+  }
+  for (; k + 8 <= len; k += 8)
+    if (load64(p + k) != pat) return first_mismatch_bytes(p + k, b, 8);
+  return first_mismatch_bytes(p + k, b, len - k);
+}
+
+bool mem_is_zero_portable(const void* s, size_t len) {
+  const u8* p = static_cast<const u8*>(s);
+  if (len < 16) return or_short(p, len) == 0;
+  if ((p[0] | p[len / 2] | p[len - 1]) != 0) return false;
+  size_t k = 0;
+  for (; k + 64 <= len; k += 64) {
+    uint64_t x = (load64(p + k) | load64(p + k + 8)) | (load64(p + k + 16) | load64(p + k + 24)) |
+                 (load64(p + k + 32) | load64(p + k + 40)) | (load64(p + k + 48) | load64(p + k + 56));
+    if (x != 0) return false;
+  }
+  uint64_t x = 0;
+  for (; k + 8 <= len; k += 8) x |= load64(p + k);
+  return (x | or_short(p + k, len - k)) == 0;
+}
+
+#ifdef IOV_ZERO_SCAN_X86
+// ---- AVX2: 32-byte vectors -----------------------------------------------
+
+IOV_TARGET_AVX2 inline __m256i load256(const u8* p) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+IOV_TARGET_AVX2 inline __m128i load128(const u8* p) {
+  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+}
+// Bit k set where byte k of v differs from the pattern.
+IOV_TARGET_AVX2 inline uint32_t neq_mask256(__m256i v, __m256i pat) {
+  return ~static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, pat)));
+}
+IOV_TARGET_AVX2 inline uint32_t neq_mask128(__m128i v, __m128i pat) {
+  return ~static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, pat))) & 0xffff;
+}
+// The bytes of v that differ from the pattern, as non-zero bytes (an XOR; for
+// the zero pattern, v itself).
+template <bool Zero>
+IOV_TARGET_AVX2 inline __m256i diff256(__m256i v, __m256i pat) {
+  return Zero ? v : _mm256_xor_si256(v, pat);
+}
+
+template <bool Zero>
+IOV_TARGET_AVX2 const void* memchr_inv_avx2_t(const u8* p, u8 c, size_t len) {
+  if (len < 32) {
+    if (len < 16) return memchr_inv_short(p, c, len);
+    const __m128i pat = _mm_set1_epi8(static_cast<char>(c));
+    if (uint32_t m = neq_mask128(load128(p), pat)) return p + __builtin_ctz(m);
+    if (uint32_t m = neq_mask128(load128(p + len - 16), pat)) return p + len - 16 + __builtin_ctz(m);
+    return nullptr;
+  }
+  const __m256i pat = _mm256_set1_epi8(static_cast<char>(c));
+  if (uint32_t m = neq_mask256(load256(p), pat)) return p + __builtin_ctz(m);
+  // Aligned body from the first boundary past the head to the last one before the end;
+  // the (overlapping) tail vector covers the rest.
+  const u8* q = align_down(p + 32, 32);
+  const u8* e = align_down(p + len, 32);
+  for (; e - q >= 128; q += 128) {
+    __m256i x = _mm256_or_si256(
+        _mm256_or_si256(diff256<Zero>(load256(q), pat), diff256<Zero>(load256(q + 32), pat)),
+        _mm256_or_si256(diff256<Zero>(load256(q + 64), pat), diff256<Zero>(load256(q + 96), pat)));
+    if (!_mm256_testz_si256(x, x)) {
+      for (int v = 0; v < 4; v++)
+        if (uint32_t m = neq_mask256(load256(q + 32 * v), pat)) return q + 32 * v + __builtin_ctz(m);
+    }
+  }
+  for (; q < e; q += 32)
+    if (uint32_t m = neq_mask256(load256(q), pat)) return q + __builtin_ctz(m);
+  const u8* t = p + len - 32;  // everything before it matched, so its first mismatch is the first
+  if (uint32_t m = neq_mask256(load256(t), pat)) return t + __builtin_ctz(m);
+  return nullptr;
+}
+
+IOV_TARGET_AVX2 const void* memchr_inv_avx2(const void* s, int c, size_t len) {
+  const u8* p = static_cast<const u8*>(s);
+  return c == 0 ? memchr_inv_avx2_t<true>(p, 0, len) : memchr_inv_avx2_t<false>(p, static_cast<u8>(c), len);
+}
+
+IOV_TARGET_AVX2 bool mem_is_zero_avx2(const void* s, size_t len) {
+  const u8* p = static_cast<const u8*>(s);
+  if (len < 32) {
+    if (len < 16) return or_short(p, len) == 0;
+    __m128i v = _mm_or_si128(load128(p), load128(p + len - 16));
+    return _mm_testz_si128(v, v);
+  }
+  __m256i v = _mm256_or_si256(load256(p), load256(p + len - 32));
+  if (len <= 64) return _mm256_testz_si256(v, v);
+  if (len <= 256) {  // fewer loads than the probes and the aligned body would take
+    for (size_t k = 32; k < len - 32; k += 32) v = _mm256_or_si256(v, load256(p + k));
+    return _mm256_testz_si256(v, v);
+  }
+  v = _mm256_or_si256(v, load256(p + len / 2 - 16));
+  if (!_mm256_testz_si256(v, v)) return false;
+  const u8* q = align_down(p + 32, 32);
+  const u8* e = align_down(p + len, 32);
+  for (; e - q >= 256; q += 256) {
+    __m256i a = _mm256_or_si256(_mm256_or_si256(load256(q), load256(q + 32)),
+                                _mm256_or_si256(load256(q + 64), load256(q + 96)));
+    __m256i b = _mm256_or_si256(_mm256_or_si256(load256(q + 128), load256(q + 160)),
+                                _mm256_or_si256(load256(q + 192), load256(q + 224)));
+    a = _mm256_or_si256(a, b);
+    if (!_mm256_testz_si256(a, a)) return false;
+  }
+  __m256i acc = _mm256_setzero_si256();
+  for (; q < e; q += 32) acc = _mm256_or_si256(acc, load256(q));
+  return _mm256_testz_si256(acc, acc);
+}
+
+// ---- AVX-512: 64-byte vectors, masked loads for the short case -----------
+
+IOV_TARGET_AVX512 inline __m512i load512(const u8* p) { return _mm512_loadu_si512(p); }
+IOV_TARGET_AVX512 inline bool nonzero512(__m512i v) { return _mm512_test_epi64_mask(v, v) != 0; }
+template <bool Zero>
+IOV_TARGET_AVX512 inline __m512i diff512(__m512i v, __m512i pat) {
+  return Zero ? v : _mm512_xor_si512(v, pat);
+}
+// Bytes [0, len) of p, len <= 64, without touching the bytes past len: the
+// masked-off lanes of a masked load never fault.
+IOV_TARGET_AVX512 inline __m512i load512_partial(const u8* p, size_t len, __mmask64* k) {
+  *k = _bzhi_u64(~0ull, static_cast<unsigned>(len));
+  return _mm512_maskz_loadu_epi8(*k, p);
+}
+
+template <bool Zero>
+IOV_TARGET_AVX512 const void* memchr_inv_avx512_t(const u8* p, u8 c, size_t len) {
+  const __m512i pat = _mm512_set1_epi8(static_cast<char>(c));
+  if (len <= 64) {
+    __mmask64 k;
+    __m512i v = load512_partial(p, len, &k);
+    uint64_t m = _mm512_mask_cmpneq_epi8_mask(k, v, pat);
+    return m ? p + _tzcnt_u64(m) : nullptr;
+  }
+  if (uint64_t m = _mm512_cmpneq_epi8_mask(load512(p), pat)) return p + _tzcnt_u64(m);
+  const u8* q = align_down(p + 64, 64);
+  const u8* e = align_down(p + len, 64);
+  for (; e - q >= 256; q += 256) {
+    __m512i x = _mm512_or_si512(
+        _mm512_or_si512(diff512<Zero>(load512(q), pat), diff512<Zero>(load512(q + 64), pat)),
+        _mm512_or_si512(diff512<Zero>(load512(q + 128), pat), diff512<Zero>(load512(q + 192), pat)));
+    if (nonzero512(x)) {
+      for (int v = 0; v < 4; v++)
+        if (uint64_t m = _mm512_cmpneq_epi8_mask(load512(q + 64 * v), pat)) return q + 64 * v + _tzcnt_u64(m);
+    }
+  }
+  for (; q < e; q += 64)
+    if (uint64_t m = _mm512_cmpneq_epi8_mask(load512(q), pat)) return q + _tzcnt_u64(m);
+  const u8* t = p + len - 64;
+  if (uint64_t m = _mm512_cmpneq_epi8_mask(load512(t), pat)) return t + _tzcnt_u64(m);
+  return nullptr;
+}
+
+IOV_TARGET_AVX512 const void* memchr_inv_avx512(const void* s, int c, size_t len) {
+  const u8* p = static_cast<const u8*>(s);
+  return c == 0 ? memchr_inv_avx512_t<true>(p, 0, len)
+                : memchr_inv_avx512_t<false>(p, static_cast<u8>(c), len);
+}
+
+IOV_TARGET_AVX512 bool mem_is_zero_avx512(const void* s, size_t len) {
+  const u8* p = static_cast<const u8*>(s);
+  if (len <= 64) {
+    __mmask64 k;
+    return !nonzero512(load512_partial(p, len, &k));
+  }
+  __m512i v = _mm512_or_si512(load512(p), load512(p + len - 64));
+  if (len <= 128) return !nonzero512(v);
+  if (len <= 512) {  // a sector: fewer loads than the probes and the aligned body would take
+    for (size_t k = 64; k < len - 64; k += 64) v = _mm512_or_si512(v, load512(p + k));
+    return !nonzero512(v);
+  }
+  v = _mm512_or_si512(v, load512(p + len / 2 - 32));
+  if (nonzero512(v)) return false;
+  const u8* q = align_down(p + 64, 64);
+  const u8* e = align_down(p + len, 64);
+  for (; e - q >= 512; q += 512) {
+    __m512i a = _mm512_or_si512(_mm512_or_si512(load512(q), load512(q + 64)),
+                                _mm512_or_si512(load512(q + 128), load512(q + 192)));
+    __m512i b = _mm512_or_si512(_mm512_or_si512(load512(q + 256), load512(q + 320)),
+                                _mm512_or_si512(load512(q + 384), load512(q + 448)));
+    if (nonzero512(_mm512_or_si512(a, b))) return false;
+  }
+  __m512i acc = _mm512_setzero_si512();
+  for (; q < e; q += 64) acc = _mm512_or_si512(acc, load512(q));
+  return !nonzero512(acc);
+}
+#endif  // IOV_ZERO_SCAN_X86
+
+// ---- dispatch --------------------------------------------------------------
+
+const void* memchr_inv_resolve(const void* p, int c, size_t len);
+bool mem_is_zero_resolve(const void* p, size_t len);
+
+constexpr int kUnresolved = -1;
+std::atomic<int> installed_level{kUnresolved};
+
+void install(simd_level l) {
+  memchr_inv_fn m = memchr_inv_portable;
+  mem_is_zero_fn z = mem_is_zero_portable;
+#ifdef IOV_ZERO_SCAN_X86
+  if (l == simd_level::avx512) {
+    m = memchr_inv_avx512;
+    z = mem_is_zero_avx512;
+  } else if (l == simd_level::avx2) {
+    m = memchr_inv_avx2;
+    z = mem_is_zero_avx2;
+  }
+#endif
+  memchr_inv_impl.store(m, std::memory_order_relaxed);
+  mem_is_zero_impl.store(z, std::memory_order_relaxed);
+  installed_level.store(static_cast<int>(l), std::memory_order_relaxed);
+}
+
+const void* memchr_inv_resolve(const void* p, int c, size_t len) {
+  install(default_simd_level());
+  return memchr_inv_impl.load(std::memory_order_relaxed)(p, c, len);
+}
+bool mem_is_zero_resolve(const void* p, size_t len) {
+  install(default_simd_level());
+  return mem_is_zero_impl.load(std::memory_order_relaxed)(p, len);
+}
+
+}  // namespace
+
+// Constant-initialized: valid before any static constructor runs.
+constinit std::atomic<memchr_inv_fn> memchr_inv_impl{memchr_inv_resolve};
+constinit std::atomic<mem_is_zero_fn> mem_is_zero_impl{mem_is_zero_resolve};
+
+bool zero_scan_select(simd_level l) {
+  if (!cpu_supports(l)) return false;
+  install(l);
+  return true;
+}
+
+simd_level zero_scan_level() {
+  int l = installed_level.load(std::memory_order_relaxed);
+  if (l == kUnresolved) {
+    install(default_simd_level());
+    l = installed_level.load(std::memory_order_relaxed);
+  }
+  return static_cast<simd_level>(l);
+}
+
+}  // namespace iov::internal
