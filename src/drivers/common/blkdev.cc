@@ -1,0 +1,108 @@
+// blkdev.cc: what every driver shares: the services' range checks, names for
+// ops and zone conditions, errno -> absl::Status, and the CRC of runs the
+// device does not store.
+#include "iov_drivers/blkdev.hpp"
+
+#include <cerrno>
+#include <cstring>
+
+#include "iov/crc32c.hpp"
+#include "iov_drivers/internal/services.hpp"
+
+namespace iov {
+
+const char* req_op_name(req_op op) {
+  switch (op) {
+    case REQ_OP_READ: return "READ";
+    case REQ_OP_WRITE: return "WRITE";
+    case REQ_OP_FLUSH: return "FLUSH";
+    case REQ_OP_DISCARD: return "DISCARD";
+    case REQ_OP_ZONE_APPEND: return "ZONE_APPEND";
+    case REQ_OP_WRITE_ZEROES: return "WRITE_ZEROES";
+    case REQ_OP_ZONE_OPEN: return "ZONE_OPEN";
+    case REQ_OP_ZONE_CLOSE: return "ZONE_CLOSE";
+    case REQ_OP_ZONE_FINISH: return "ZONE_FINISH";
+    case REQ_OP_ZONE_RESET: return "ZONE_RESET";
+    case REQ_OP_ZONE_RESET_ALL: return "ZONE_RESET_ALL";
+  }
+  return "UNKNOWN";
+}
+
+const char* blk_zone_cond_name(blk_zone_cond cond) {
+  switch (cond) {
+    case BLK_ZONE_COND_NOT_WP: return "NOT_WP";
+    case BLK_ZONE_COND_EMPTY: return "EMPTY";
+    case BLK_ZONE_COND_IMP_OPEN: return "IMP_OPEN";
+    case BLK_ZONE_COND_EXP_OPEN: return "EXP_OPEN";
+    case BLK_ZONE_COND_CLOSED: return "CLOSED";
+    case BLK_ZONE_COND_READONLY: return "READONLY";
+    case BLK_ZONE_COND_FULL: return "FULL";
+    case BLK_ZONE_COND_OFFLINE: return "OFFLINE";
+  }
+  return "UNKNOWN";
+}
+
+absl::Status blk_status(int err, const char* why) {
+  if (err == 0) return absl::OkStatus();
+  return absl::ErrnoToStatus(-err, why ? why : "");
+}
+
+int blkdev::crc32c(sector_t sector, sector_t nr_sectors, uint32_t* crc, const char** why) {
+  const char* ignored;
+  const char** w = why ? why : &ignored;
+  if (int err = internal::blk_check_sectors(sector, nr_sectors, capacity_, limits_.logical_block_size, w))
+    return err;
+  return do_crc32c(sector, nr_sectors, crc, w);
+}
+
+int blkdev::map_extents(sector_t sector, sector_t nr_sectors, std::vector<blk_extent>* out, const char** why) {
+  const char* ignored;
+  const char** w = why ? why : &ignored;
+  if (int err = internal::blk_check_sectors(sector, nr_sectors, capacity_, limits_.logical_block_size, w))
+    return err;
+  return do_map_extents(sector, nr_sectors, out, w);
+}
+
+int blkdev::report_zones(sector_t, unsigned, std::vector<blk_zone>*) { return -EOPNOTSUPP; }
+
+namespace internal {
+
+namespace {
+// crc32c(0, n bytes of c), n > 0, by doubling: F(2m) = combine(F(m), F(m), m).
+uint32_t crc_of_run(unsigned char c, uint64_t n) {
+  unsigned char block[64];
+  std::memset(block, c, sizeof block);
+  if (n <= sizeof block) return iov::crc32c(0, block, static_cast<size_t>(n));
+  const uint32_t unit = iov::crc32c(0, block, sizeof block);
+  uint64_t units = n / sizeof block, rest = n % sizeof block;
+  int top = 63 - __builtin_clzll(units);
+  uint32_t acc = unit;  // F(1 unit), then F(prefix of the bits of units)
+  uint64_t acc_len = sizeof block;
+  for (int bit = top - 1; bit >= 0; bit--) {
+    acc = crc32c_combine(acc, acc, static_cast<size_t>(acc_len));
+    acc_len *= 2;
+    if (units >> bit & 1) {
+      acc = crc32c_combine(acc, unit, sizeof block);
+      acc_len += sizeof block;
+    }
+  }
+  return rest ? crc32c_combine(acc, iov::crc32c(0, block, static_cast<size_t>(rest)), static_cast<size_t>(rest))
+              : acc;
+}
+}  // namespace
+
+uint32_t crc32c_extend_fill(uint32_t crc, unsigned char c, uint64_t n) {
+  if (n == 0) return crc;
+  // crc32c(crc, B) == crc32c(crc, zeros) ^ crc32c(0, B): the update is linear.
+  uint32_t extended = crc32c_extend_zeroes(crc, static_cast<size_t>(n));
+  return c == 0 ? extended : extended ^ crc_of_run(c, n);
+}
+
+void crc_builder::data(const void* p, size_t len) {
+  flush();
+  crc_ = iov::crc32c(crc_, p, len);
+}
+
+}  // namespace internal
+
+}  // namespace iov

@@ -1,0 +1,155 @@
+// transfer.hpp: moving bytes between a driver's page and a request's iterator,
+// in the four forms the drivers can be set to (blkdev.hpp's copy_mode and
+// iteration_mode), so that the kernel's conversions can be measured:
+//
+//   blk_dispatch(dev.get_copy_mode(), dev.get_iteration(), [&](auto copier) {
+//     using C = decltype(copier);
+//     C::page_to_iter(pg, offset, len, rq.iter);   // a read of one page piece
+//   });
+//
+// modern: each step calls memcpy_from_page / memcpy_to_page / memset_page on
+// the piece, as the kernel's drivers do since the kmap_local conversion.
+// legacy: the driver's page is mapped once with kmap_local_page and the steps
+// are plain memcpy/memset, as before it. inlined: iterate_and_advance2 with the
+// step inlined in the walk; outofline: generic_iterate calling the same step
+// through a function pointer. Each function returns the bytes processed; a
+// short count means the iterator ended (an XARRAY hole).
+#pragma once
+
+#include <cstddef>
+#include <cstring>
+
+#include "iov/iterate.hpp"
+#include "iov/page.hpp"
+#include "iov/zero_scan.hpp"
+#include "iov_drivers/blkdev.hpp"
+
+namespace iov::internal {
+
+// What a modern step needs to reach the driver's page.
+struct page_piece {
+  page* pg;
+  size_t offset;
+};
+
+// The steps. priv is the driver side: a page_piece (modern), a mapped address
+// (legacy) or the fill byte (fill); base + len is the iterator's piece.
+inline size_t blk_modern_from_page_step(void* base, size_t progress, size_t len, void* priv, void*) {
+  auto* p = static_cast<page_piece*>(priv);
+  memcpy_from_page(static_cast<char*>(base), p->pg, p->offset + progress, len);
+  return 0;
+}
+inline size_t blk_modern_to_page_step(void* base, size_t progress, size_t len, void* priv, void*) {
+  auto* p = static_cast<page_piece*>(priv);
+  memcpy_to_page(p->pg, p->offset + progress, static_cast<const char*>(base), len);
+  return 0;
+}
+inline size_t blk_legacy_from_page_step(void* base, size_t progress, size_t len, void* priv, void*) {
+  std::memcpy(base, static_cast<const char*>(priv) + progress, len);
+  return 0;
+}
+inline size_t blk_legacy_to_page_step(void* base, size_t progress, size_t len, void* priv, void*) {
+  std::memcpy(static_cast<char*>(priv) + progress, base, len);
+  return 0;
+}
+// memset_page works on one frame: a kvec or ubuf piece may span several.
+inline size_t blk_modern_fill_step(void* base, size_t, size_t len, void* priv, void*) {
+  int c = *static_cast<const int*>(priv);
+  char* p = static_cast<char*>(base);
+  while (len) {
+    size_t off = offset_in_page(p), n = std::min(len, PAGE_SIZE - off);
+    memset_page(virt_to_page(p), off, c, n);
+    p += n;
+    len -= n;
+  }
+  return 0;
+}
+inline size_t blk_legacy_fill_step(void* base, size_t, size_t len, void* priv, void*) {
+  std::memset(base, *static_cast<const int*>(priv), len);
+  return 0;
+}
+
+template <iteration_mode I, iov_step_f Step>
+IOV_ALWAYS_INLINE size_t blk_walk(iov_iter* it, size_t len, void* priv) {
+  if constexpr (I == iteration_mode::inlined) {
+    auto step = [](void* base, size_t progress, size_t n, void* p, void* p2) -> size_t {
+      return Step(base, progress, n, p, p2);
+    };
+    return iterate_and_advance2(it, len, priv, nullptr, step, step);
+  } else {
+    return generic_iterate(it, len, priv, nullptr, Step, Step);
+  }
+}
+
+template <copy_mode M, iteration_mode I>
+struct blk_copier {
+  static constexpr copy_mode mode = M;
+  static constexpr iteration_mode iteration = I;
+
+  // len bytes of pg from offset into the iterator (a read).
+  static size_t page_to_iter(page* pg, size_t offset, size_t len, iov_iter* it) {
+    if constexpr (M == copy_mode::modern) {
+      page_piece p{pg, offset};
+      return blk_walk<I, blk_modern_from_page_step>(it, len, &p);
+    } else {
+      char* kaddr = static_cast<char*>(kmap_local_page(pg));
+      size_t n = blk_walk<I, blk_legacy_from_page_step>(it, len, kaddr + offset);
+      kunmap_local(kaddr);
+      return n;
+    }
+  }
+
+  // len bytes of the iterator into pg from offset (a write).
+  static size_t iter_to_page(page* pg, size_t offset, size_t len, iov_iter* it) {
+    if constexpr (M == copy_mode::modern) {
+      page_piece p{pg, offset};
+      return blk_walk<I, blk_modern_to_page_step>(it, len, &p);
+    } else {
+      char* kaddr = static_cast<char*>(kmap_local_page(pg));
+      size_t n = blk_walk<I, blk_legacy_to_page_step>(it, len, kaddr + offset);
+      kunmap_local(kaddr);
+      return n;
+    }
+  }
+
+  // len bytes of c into the iterator (a read of what the device does not store).
+  static size_t fill_iter(int c, size_t len, iov_iter* it) {
+    if constexpr (M == copy_mode::modern)
+      return blk_walk<I, blk_modern_fill_step>(it, len, &c);
+    else
+      return blk_walk<I, blk_legacy_fill_step>(it, len, &c);
+  }
+
+  // len bytes of c into pg from offset.
+  static void fill_page(page* pg, size_t offset, int c, size_t len) {
+    if constexpr (M == copy_mode::modern) {
+      memset_page(pg, offset, c, len);
+    } else {
+      char* kaddr = static_cast<char*>(kmap_local_page(pg));
+      std::memset(kaddr + offset, c, len);
+      kunmap_local(kaddr);
+    }
+  }
+
+  // Are the next len bytes of the iterator zero? Does not advance.
+  static bool iter_is_zero(const iov_iter* it, size_t len) {
+    if constexpr (I == iteration_mode::inlined)
+      return iov_iter_is_zero(it, len);
+    else
+      return iov_iter_is_zero_outofline(it, len);
+  }
+};
+
+// Calls f(blk_copier<M, I>{}) for the settings: one switch per request, and a
+// loop compiled for each of the four forms.
+template <class F>
+IOV_ALWAYS_INLINE decltype(auto) blk_dispatch(copy_mode m, iteration_mode i, F&& f) {
+  if (m == copy_mode::modern) {
+    if (i == iteration_mode::inlined) return f(blk_copier<copy_mode::modern, iteration_mode::inlined>{});
+    return f(blk_copier<copy_mode::modern, iteration_mode::outofline>{});
+  }
+  if (i == iteration_mode::inlined) return f(blk_copier<copy_mode::legacy, iteration_mode::inlined>{});
+  return f(blk_copier<copy_mode::legacy, iteration_mode::outofline>{});
+}
+
+}  // namespace iov::internal
