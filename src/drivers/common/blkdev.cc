@@ -105,4 +105,12 @@ void crc_builder::data(const void* p, size_t len) {
 
 }  // namespace internal
 
+int blkdev::lend_pages(sector_t sector, sector_t nr_sectors, std::vector<::iovec>* out, const char** why) {
+  const char* ignored;
+  const char** w = why ? why : &ignored;
+  if (int err = internal::blk_check_sectors(sector, nr_sectors, capacity_, limits_.logical_block_size, w))
+    return err;
+  return do_lend_pages(sector, nr_sectors, out, w);
+}
+
 }  // namespace iov

@@ -42,6 +42,8 @@
 // range being written they see what a concurrent read would.
 #pragma once
 
+#include <sys/uio.h>
+
 #include <atomic>
 #include <cerrno>
 #include <cstddef>
@@ -176,6 +178,14 @@ class blkdev {
   // the logical block (brd: 512 bytes; a brd hole is a whole page).
   int map_extents(sector_t sector, sector_t nr_sectors, std::vector<blk_extent>* out,
                   const char** why = nullptr);
+  // Lends the bytes a READ of the range would return, without copying them:
+  // appends to *out one iovec per piece of a stored page, and pieces of one
+  // shared zero page for what is not stored (what a server hands to writev).
+  // The caller holds an rcu_read_guard from before the call until it is done
+  // with the pieces, so pages freed meanwhile outlive it; a concurrent write
+  // may show through, as in a READ racing it. -EOPNOTSUPP where the device
+  // cannot lend (the caller then READs into a buffer of its own).
+  int lend_pages(sector_t sector, sector_t nr_sectors, std::vector<::iovec>* out, const char** why = nullptr);
   // Appends up to nr_zones zones from the one holding `sector` on; returns how
   // many, or -EOPNOTSUPP on a device that is not zoned.
   virtual int report_zones(sector_t sector, unsigned nr_zones, std::vector<blk_zone>* out);
@@ -195,6 +205,10 @@ class blkdev {
   virtual int do_crc32c(sector_t sector, sector_t nr_sectors, uint32_t* crc, const char** why) = 0;
   virtual int do_map_extents(sector_t sector, sector_t nr_sectors, std::vector<blk_extent>* out,
                              const char** why) = 0;
+  virtual int do_lend_pages(sector_t, sector_t, std::vector<::iovec>*, const char** why) {
+    *why = "this device cannot lend its pages";
+    return -EOPNOTSUPP;
+  }
 
  private:
   sector_t capacity_;

@@ -46,6 +46,7 @@ class connection {
   bool reply_ok(const request& rq);
   bool reply_error(const request& rq, uint32_t error, const char* message);
   bool reply_read(const request& rq);
+  size_t read_reply_header(const request& rq, unsigned char (&head)[28]) const;
   bool reply_block_status(const request& rq);
 
   bool recv_full(void* buf, size_t len);
@@ -59,6 +60,7 @@ class connection {
   bool structured_ = false;
   bool meta_allocation_ = false;
   std::vector<unsigned char> buffer_;  // a WRITE's payload, a READ's data: per connection
+  std::vector<::iovec> lent_;          // a READ's reply: the header, then the lent pages
 };
 
 }  // namespace iov::nbd
