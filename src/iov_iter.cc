@@ -296,17 +296,20 @@ bool iov_iter_is_aligned(const iov_iter* i, unsigned addr_mask, unsigned len_mas
 }
 
 void iov_iter_restore(iov_iter* i, const iov_iter_state* state) {
+  // nr_segs + the segment pointer is constant; signed, as a state may also
+  // have been saved ahead of where the iterator now stands.
+  const ptrdiff_t back = static_cast<ptrdiff_t>(state->nr_segs) - static_cast<ptrdiff_t>(i->nr_segs);
   switch (i->type) {
     case ITER_UBUF:
       break;
     case ITER_BVEC:
-      i->bvec -= state->nr_segs - i->nr_segs;
+      i->bvec -= back;
       break;
     case ITER_IOVEC:
-      i->iov -= state->nr_segs - i->nr_segs;
+      i->iov -= back;
       break;
     case ITER_KVEC:
-      i->kvec -= state->nr_segs - i->nr_segs;
+      i->kvec -= back;
       break;
     default:  // XARRAY, DISCARD: the kernel warns and does nothing
       return;
@@ -394,15 +397,16 @@ ssize_t extract_kvec_pages(iov_iter* i, page*** pages, size_t maxsize, unsigned 
 // BVEC: runs of whole pages across bvecs; stops where the next page would not
 // start at offset 0, or this one does not end at PAGE_SIZE (a hole).
 ssize_t extract_bvec_pages(iov_iter* i, page*** pages, size_t maxsize, unsigned maxpages, size_t* offset0) {
-  if (i->nr_segs == 0)
-    return 0;
-  if (i->iov_offset == i->bvec->bv_len) {
+  // Step over a finished or empty bvec (the kernel steps over one finished
+  // bvec only, and returns 0 at an empty one: a caller looping on the count
+  // would spin).
+  while (i->nr_segs && i->iov_offset >= i->bvec->bv_len) {
     i->iov_offset = 0;
     i->nr_segs--;
     i->bvec++;
-    if (i->nr_segs == 0)
-      return 0;
   }
+  if (i->nr_segs == 0)
+    return 0;
   size_t skip = i->iov_offset;
   maxpages = want_pages_array(pages, maxsize, skip, maxpages);
   if (!maxpages)

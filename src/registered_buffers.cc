@@ -86,7 +86,8 @@ absl::StatusOr<mapped_ubuf*> map_buffer(size_t slot, const ::iovec& buf, const b
   imu->locked = false;
   const uint64_t folio = uint64_t{1} << opts.folio_shift;
   for (uint64_t pos = base, stop = base + buf.iov_len; pos < stop;) {
-    uint64_t next = std::min((pos & ~(folio - 1)) + folio, stop);
+    uint64_t folio_left = folio - (pos & (folio - 1));  // never wraps past the top of memory
+    uint64_t next = stop - pos <= folio_left ? stop : pos + folio_left;
     char* addr = reinterpret_cast<char*>(pos);
     imu->bvec.push_back(bio_vec{virt_to_page(addr), static_cast<unsigned>(next - pos),
                                 static_cast<unsigned>(offset_in_page(addr))});

@@ -129,8 +129,9 @@ class buffer_table {
 
 // Looks up slot `index` and imports [addr, addr + len) as an ITER_BVEC
 // iterator in `direction`. The returned reference keeps the buffer registered
-// until dropped; every bad request is an InvalidArgument/NotFound/OutOfRange
-// error naming what was wrong, and leaves *iter untouched.
+// until dropped; every bad request is an error naming what was wrong
+// (InvalidArgument, NotFound, OutOfRange, or PermissionDenied for a direction
+// the buffer was not registered for), and leaves *iter untouched.
 [[nodiscard]] absl::StatusOr<buffer_ref> import_fixed(const buffer_table& table, unsigned index, uint64_t addr,
                                                       size_t len, unsigned direction, iov_iter* iter);
 
