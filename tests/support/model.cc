@@ -1,0 +1,375 @@
+// model.cc: the layouts behind the test model (see model.hpp).
+#include "support/model.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace iov_test {
+
+using iov::PAGE_SIZE;
+
+const char* kind_name(Kind k) {
+  switch (k) {
+    case Kind::ubuf: return "ubuf";
+    case Kind::iovec: return "iovec";
+    case Kind::kvec: return "kvec";
+    case Kind::bvec: return "bvec";
+    case Kind::xarray: return "xarray";
+    default: return "discard";
+  }
+}
+
+std::ostream& operator<<(std::ostream& os, const Chunk& r) {
+  return os << "{flat " << r.flat << ", base " << static_cast<const void*>(r.base) << ", len " << r.len
+            << ", seg " << r.seg << "}";
+}
+
+namespace {
+constexpr unsigned char kGuardByte = 0xA5;
+constexpr size_t kGuardAfter = 64;
+
+size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+
+unsigned order_for(size_t frames) {
+  unsigned order = 0;
+  while ((size_t{1} << order) < frames) order++;
+  return order;
+}
+}  // namespace
+
+// One allocation: bytes lo .. hi belong to a segment, the rest is guard.
+struct Layout::Buffer {
+  unsigned char* mem;
+  size_t size, lo, hi;
+  bool frames;  // from iov::alloc_pages (else std::aligned_alloc)
+  unsigned order;
+};
+
+Layout::Layout(Kind kind) : kind_(kind) {}
+
+Layout::~Layout() {
+  if (xa_) {
+    for (size_t n = 0; n < xa_pages_.size(); n++)
+      if (xa_pages_[n]) iov::xa_erase(xa_.get(), (static_cast<size_t>(xa_start_) >> iov::PAGE_SHIFT) + n);
+  }
+  for (Buffer& b : bufs_) {
+    if (b.frames)
+      iov::free_pages(reinterpret_cast<iov::page*>(b.mem), b.order);
+    else
+      std::free(b.mem);
+  }
+}
+
+void Layout::add_run(unsigned char* base, size_t len, size_t seg) {
+  runs_.push_back(Chunk{total_, base, len, seg});
+  total_ += len;
+}
+
+namespace {
+// A buffer whose data starts `offset` bytes into a page, a page of guard before.
+unsigned char* user_buffer(size_t len, size_t offset, std::vector<unsigned char*>& out_mem, size_t& size) {
+  size = round_up(PAGE_SIZE + offset % PAGE_SIZE + len + kGuardAfter, PAGE_SIZE);
+  auto* mem = static_cast<unsigned char*>(std::aligned_alloc(PAGE_SIZE, size));
+  std::memset(mem, kGuardByte, size);
+  out_mem.push_back(mem);
+  return mem + PAGE_SIZE + offset % PAGE_SIZE;
+}
+}  // namespace
+
+std::unique_ptr<Layout> Layout::make_ubuf(size_t len, size_t offset) {
+  std::unique_ptr<Layout> l(new Layout(Kind::ubuf));
+  std::vector<unsigned char*> mem;
+  size_t size;
+  unsigned char* base = user_buffer(len, offset, mem, size);
+  l->bufs_.push_back({mem[0], size, size_t(base - mem[0]), size_t(base - mem[0]) + len, false, 0});
+  l->ubuf_base_ = base;
+  l->seg_start_.push_back(0);
+  l->add_run(base, len, 0);
+  l->reachable_ = l->total_;
+  return l;
+}
+
+namespace {
+template <class Vec>
+void make_vecs(std::vector<SegSpec> const& segs, std::vector<Vec>& vecs, auto&& add) {
+  for (const SegSpec& s : segs) {
+    std::vector<unsigned char*> mem;
+    size_t size;
+    unsigned char* base = user_buffer(s.len, s.offset, mem, size);
+    vecs.push_back(Vec{base, s.len});
+    add(mem[0], size, base, s.len);
+  }
+}
+}  // namespace
+
+std::unique_ptr<Layout> Layout::make_iovec(const std::vector<SegSpec>& segs) {
+  std::unique_ptr<Layout> l(new Layout(Kind::iovec));
+  make_vecs(segs, l->iovs_, [&](unsigned char* mem, size_t size, unsigned char* base, size_t len) {
+    l->bufs_.push_back({mem, size, size_t(base - mem), size_t(base - mem) + len, false, 0});
+    l->seg_start_.push_back(l->total_);
+    l->add_run(base, len, l->seg_start_.size() - 1);
+  });
+  l->reachable_ = l->total_;
+  return l;
+}
+
+std::unique_ptr<Layout> Layout::make_kvec(const std::vector<SegSpec>& segs) {
+  std::unique_ptr<Layout> l(new Layout(Kind::kvec));
+  make_vecs(segs, l->kvs_, [&](unsigned char* mem, size_t size, unsigned char* base, size_t len) {
+    l->bufs_.push_back({mem, size, size_t(base - mem), size_t(base - mem) + len, false, 0});
+    l->seg_start_.push_back(l->total_);
+    l->add_run(base, len, l->seg_start_.size() - 1);
+  });
+  l->reachable_ = l->total_;
+  return l;
+}
+
+std::unique_ptr<Layout> Layout::make_bvec(const std::vector<SegSpec>& segs) {
+  std::unique_ptr<Layout> l(new Layout(Kind::bvec));
+  for (const SegSpec& s : segs) {
+    unsigned order = order_for((s.offset + s.len + kGuardAfter + PAGE_SIZE - 1) / PAGE_SIZE);
+    iov::page* pg = iov::alloc_pages(iov::GFP_KERNEL, order);
+    auto* mem = reinterpret_cast<unsigned char*>(pg);
+    size_t size = PAGE_SIZE << order;
+    std::memset(mem, kGuardByte, size);
+    iov::bio_vec bv;
+    iov::bvec_set_page(&bv, pg, static_cast<unsigned>(s.len), static_cast<unsigned>(s.offset));
+    l->bvs_.push_back(bv);
+    l->bufs_.push_back({mem, size, s.offset, s.offset + s.len, true, order});
+    l->seg_start_.push_back(l->total_);
+    l->add_run(mem + s.offset, s.len, l->bvs_.size() - 1);
+  }
+  l->reachable_ = l->total_;
+  return l;
+}
+
+std::unique_ptr<Layout> Layout::make_xarray(loff_t start, size_t len, const std::vector<size_t>& holes) {
+  std::unique_ptr<Layout> l(new Layout(Kind::xarray));
+  l->xa_ = std::make_unique<iov::xarray>();
+  l->xa_start_ = start;
+  size_t first = static_cast<size_t>(start), last = first + len;  // byte positions
+  size_t npages = len ? (last - 1) / PAGE_SIZE - first / PAGE_SIZE + 1 : 0;
+  bool hole_seen = false;
+  for (size_t n = 0; n < npages; n++) {
+    size_t page_pos = (first / PAGE_SIZE + n) * PAGE_SIZE;
+    size_t lo = std::max(first, page_pos) - page_pos, hi = std::min(last, page_pos + PAGE_SIZE) - page_pos;
+    if (std::find(holes.begin(), holes.end(), n) != holes.end()) {
+      l->xa_pages_.push_back(nullptr);
+      if (!hole_seen) l->reachable_ = l->total_;
+      hole_seen = true;
+      l->total_ += hi - lo;  // no memory, no run: the walk ends here
+      continue;
+    }
+    iov::page* pg = iov::alloc_page();
+    auto* mem = reinterpret_cast<unsigned char*>(pg);
+    std::memset(mem, kGuardByte, PAGE_SIZE);
+    iov::xa_store(l->xa_.get(), page_pos / PAGE_SIZE, pg);
+    l->xa_pages_.push_back(pg);
+    l->bufs_.push_back({mem, PAGE_SIZE, lo, hi, true, 0});
+    if (!hole_seen) l->add_run(mem + lo, hi - lo, n);
+    else l->total_ += hi - lo;
+  }
+  if (!hole_seen) l->reachable_ = l->total_;
+  return l;
+}
+
+std::unique_ptr<Layout> Layout::make_discard(size_t len) {
+  std::unique_ptr<Layout> l(new Layout(Kind::discard));
+  l->total_ = l->reachable_ = len;
+  return l;
+}
+
+std::unique_ptr<Layout> Layout::random(Kind kind, std::mt19937_64& rng, size_t max_total) {
+  auto uni = [&](size_t lo, size_t hi) { return std::uniform_int_distribution<size_t>(lo, hi)(rng); };
+  // Lengths: often tiny or zero, sometimes several pages.
+  auto seg_len = [&](size_t cap, int zero_in) -> size_t {
+    if (uni(0, zero_in - 1) == 0) return 0;
+    switch (uni(0, 3)) {
+      case 0: return uni(1, 16);
+      case 1: return uni(1, PAGE_SIZE);
+      default: return uni(1, std::max<size_t>(cap, 1));
+    }
+  };
+  auto offset = [&]() -> size_t { return uni(0, 2) == 0 ? 0 : uni(0, PAGE_SIZE - 1); };
+  switch (kind) {
+    case Kind::ubuf:
+      return make_ubuf(seg_len(max_total, 8), offset());
+    case Kind::iovec:
+    case Kind::kvec: {
+      std::vector<SegSpec> segs(uni(1, 8));
+      for (SegSpec& s : segs) s = {seg_len(max_total / 2, 4), offset()};
+      return kind == Kind::iovec ? make_iovec(segs) : make_kvec(segs);
+    }
+    case Kind::bvec: {
+      std::vector<SegSpec> segs(uni(1, 6));
+      for (SegSpec& s : segs) s = {seg_len(max_total / 2, 5), uni(0, 3) == 0 ? uni(0, 3 * PAGE_SIZE) : offset()};
+      return make_bvec(segs);
+    }
+    case Kind::xarray: {
+      loff_t start = static_cast<loff_t>(uni(0, 3) * PAGE_SIZE + offset());
+      return make_xarray(start, seg_len(max_total, 8));
+    }
+    default:
+      return make_discard(seg_len(max_total, 8));
+  }
+}
+
+iov::iov_iter Layout::iter(unsigned direction, size_t count) const {
+  iov::iov_iter it;
+  switch (kind_) {
+    case Kind::ubuf: iov::iov_iter_ubuf(&it, direction, ubuf_base_, count); break;
+    case Kind::iovec: iov::iov_iter_init(&it, direction, iovs_.data(), iovs_.size(), count); break;
+    case Kind::kvec: iov::iov_iter_kvec(&it, direction, kvs_.data(), kvs_.size(), count); break;
+    case Kind::bvec: iov::iov_iter_bvec(&it, direction, bvs_.data(), bvs_.size(), count); break;
+    case Kind::xarray: iov::iov_iter_xarray(&it, direction, xa_.get(), xa_start_, count); break;
+    default: iov::iov_iter_discard(&it, iov::ITER_DEST, count); break;  // only ever ITER_DEST
+  }
+  return it;
+}
+
+unsigned char* Layout::addr(size_t flat) const {
+  for (const Chunk& r : runs_)
+    if (flat >= r.flat && flat < r.flat + r.len) return r.base + (flat - r.flat);
+  return nullptr;
+}
+
+std::vector<Chunk> Layout::pieces(size_t pos, size_t len) const {
+  std::vector<Chunk> out;
+  size_t end = pos + len;
+  for (const Chunk& r : runs_) {
+    size_t a = std::max(pos, r.flat), b = std::min(end, r.flat + r.len);
+    if (a >= b) continue;
+    unsigned char* p = r.base + (a - r.flat);
+    size_t n = b - a;
+    while (n) {
+      size_t m = n;
+      if (page_split(kind_)) m = std::min(n, PAGE_SIZE - reinterpret_cast<uintptr_t>(p) % PAGE_SIZE);
+      out.push_back(Chunk{a, p, m, r.seg});
+      a += m;
+      p += m;
+      n -= m;
+    }
+  }
+  return out;
+}
+
+std::vector<unsigned char> Layout::gather() const {
+  std::vector<unsigned char> flat(total_, 0);
+  for (const Chunk& r : runs_)
+    if (r.len) std::memcpy(flat.data() + r.flat, r.base, r.len);
+  return flat;
+}
+
+void Layout::scatter(const std::vector<unsigned char>& flat) {
+  for (const Chunk& r : runs_)
+    if (r.len) std::memcpy(r.base, flat.data() + r.flat, r.len);
+}
+
+void Layout::fill(uint64_t seed) { scatter(random_bytes(seed, total_)); }
+
+bool Layout::guards_intact() const {
+  for (const Buffer& b : bufs_)
+    for (size_t k = 0; k < b.size; k++)
+      if ((k < b.lo || k >= b.hi) && b.mem[k] != kGuardByte) return false;
+  return true;
+}
+
+iov::page* Layout::xa_page(size_t n) const { return n < xa_pages_.size() ? xa_pages_[n] : nullptr; }
+
+std::vector<std::unique_ptr<Layout>> edge_layouts() {
+  std::vector<std::unique_ptr<Layout>> v;
+  v.push_back(Layout::make_ubuf(0, 0));
+  v.push_back(Layout::make_ubuf(1, 0));
+  v.push_back(Layout::make_ubuf(5000, 4095));
+  v.push_back(Layout::make_ubuf(3 * PAGE_SIZE, 0));
+  for (Kind k : {Kind::iovec, Kind::kvec}) {
+    for (const std::vector<SegSpec>& segs : std::vector<std::vector<SegSpec>>{
+             {{10, 3}, {0, 0}, {20, 4090}, {0, 0}, {0, 0}, {5, 0}},
+             {{0, 0}, {PAGE_SIZE, 0}, {0, 5}},
+             {{2 * PAGE_SIZE + 7, 4000}},
+             {{0, 0}},
+             {{1, 4095}, {1, 4095}, {1, 0}, {0, 0}}})
+      v.push_back(k == Kind::iovec ? Layout::make_iovec(segs) : Layout::make_kvec(segs));
+  }
+  v.push_back(Layout::make_bvec({{10000, 5000}}));
+  v.push_back(Layout::make_bvec({{0, 100}, {PAGE_SIZE, 0}, {0, 0}, {100, 4000}, {2 * PAGE_SIZE, PAGE_SIZE}, {0, 7}}));
+  v.push_back(Layout::make_bvec({{3 * PAGE_SIZE, 0}}));
+  v.push_back(Layout::make_bvec({{1, 4095}, {0, 1}, {1, 0}}));
+  v.push_back(Layout::make_bvec({{0, 0}}));
+  v.push_back(Layout::make_xarray(100, 3 * PAGE_SIZE));
+  v.push_back(Layout::make_xarray(2 * PAGE_SIZE, PAGE_SIZE));
+  v.push_back(Layout::make_xarray(PAGE_SIZE - 1, 2));
+  v.push_back(Layout::make_xarray(5, 0));
+  v.push_back(Layout::make_discard(0));
+  v.push_back(Layout::make_discard(12345));
+  for (size_t n = 0; n < v.size(); n++) v[n]->fill(n + 1);
+  return v;
+}
+
+std::vector<unsigned char> random_bytes(uint64_t seed, size_t n) {
+  std::vector<unsigned char> v(n);
+  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (size_t k = 0; k < n; k++) {
+    x ^= x >> 12, x ^= x << 25, x ^= x >> 27;  // xorshift64*
+    v[k] = static_cast<unsigned char>((x * 0x2545F4914F6CDD1Dull) >> 56);
+  }
+  return v;
+}
+
+IterState state_of(const iov::iov_iter& it) {
+  IterState s{it.type, it.data_source, it.iov_offset, it.count, 0, nullptr};
+  switch (it.type) {
+    case iov::ITER_UBUF: s.nr_segs = it.nr_segs; s.segs = it.ubuf; break;
+    case iov::ITER_IOVEC: s.nr_segs = it.nr_segs; s.segs = it.iov; break;
+    case iov::ITER_KVEC: s.nr_segs = it.nr_segs; s.segs = it.kvec; break;
+    case iov::ITER_BVEC: s.nr_segs = it.nr_segs; s.segs = it.bvec; break;
+    case iov::ITER_XARRAY: s.nr_segs = static_cast<unsigned long>(it.xarray_start); s.segs = it.xarray; break;
+    default: break;
+  }
+  return s;
+}
+
+std::ostream& operator<<(std::ostream& os, const IterState& s) {
+  return os << "{type " << s.type << ", source " << s.data_source << ", iov_offset " << s.iov_offset << ", count "
+            << s.count << ", nr_segs " << s.nr_segs << ", segs " << s.segs << "}";
+}
+
+const void* first_piece(const iov::iov_iter& it) {
+  iov::iov_iter probe = it;
+  const void* found = nullptr;
+  auto step = [](void* base, size_t, size_t len, void* priv, void*) -> size_t {
+    if (!len) return 0;
+    *static_cast<const void**>(priv) = base;
+    return len;  // process nothing: the walk stops here
+  };
+  iov::iterate_and_advance2(&probe, probe.count, &found, nullptr, step, step);
+  return found;
+}
+
+std::vector<std::unique_ptr<Layout>> mixed_layouts(uint64_t seed, int per_kind) {
+  std::vector<std::unique_ptr<Layout>> v = edge_layouts();
+  std::mt19937_64 rng(seed);
+  for (Kind k : kAllKinds)
+    for (int n = 0; n < per_kind; n++) {
+      v.push_back(Layout::random(k, rng));
+      v.back()->fill(seed + n);
+    }
+  return v;
+}
+
+void expect_at(const Layout& l, const iov::iov_iter& it, size_t pos, size_t count) {
+  EXPECT_EQ(iov::iov_iter_count(&it), count);
+  if (count && pos < l.reachable() && l.kind() != Kind::discard) {
+    EXPECT_EQ(first_piece(it), l.addr(pos)) << "position " << pos;
+  }
+}
+
+std::vector<uint64_t> test_seeds(std::vector<uint64_t> fixed) {
+  if (const char* env = std::getenv("IOV_TEST_SEED"); env && *env)
+    return {std::strtoull(env, nullptr, 0)};
+  return fixed;
+}
+
+}  // namespace iov_test
