@@ -10,7 +10,9 @@
 // inlined calls; any other step still goes through its pointer. The compare is
 // made once per call, not once per piece.
 #include "iov/copy.hpp"
+#include "iov/crc32c.hpp"
 #include "iov/iterate.hpp"
+#include "iov/zero_scan.hpp"
 
 namespace iov {
 
@@ -38,8 +40,13 @@ size_t generic_iterate(iov_iter* iter, size_t len, void* priv, void* priv2, iov_
   size_t done;
   if (walk_known<known_steps<internal::copy_to_user_iter, internal::memcpy_to_iter>,
                  known_steps<internal::copy_from_user_iter, internal::memcpy_from_iter>,
-                 known_steps<internal::zero_to_user_iter, internal::zero_to_iter>>(iter, len, priv, priv2, ustep,
-                                                                                     step, &done))
+                 known_steps<internal::zero_to_user_iter, internal::zero_to_iter>,
+                 known_steps<internal::crc32c_step, internal::crc32c_step>,
+                 known_steps<internal::crc32c_copy_to_user_iter_step, internal::crc32c_copy_to_iter_step>,
+                 known_steps<internal::crc32c_copy_from_user_iter_step, internal::crc32c_copy_from_iter_step>,
+                 known_steps<internal::is_zero_step, internal::is_zero_step>,
+                 known_steps<internal::skip_zeroes_step, internal::skip_zeroes_step>>(iter, len, priv, priv2, ustep,
+                                                                                       step, &done))
     return done;
   return iterate_and_advance2(iter, len, priv, priv2, ustep, step);
 }

@@ -33,38 +33,47 @@ bool connection::recv_full(void* buf, size_t len) {
   return true;
 }
 
-// sendmsg() until all is out; partial sends resume through an IOVEC iov_iter.
+// sendmsg() of what is left in `it`, resuming partial sends through the
+// iterator. Blocking until all is out, or with MSG_DONTWAIT until the socket
+// is full; false on an error.
+bool connection::send_iter(iov_iter* it, int flags) {
+  while (iov_iter_count(it)) {
+    ::iovec vec[64];
+    unsigned nv = 0;
+    size_t skip = it->iov_offset;
+    for (unsigned long k = 0; k < it->nr_segs && nv < 64; k++, skip = 0) {
+      if (it->iov[k].iov_len == skip)
+        continue;
+      vec[nv++] = {static_cast<char*>(it->iov[k].iov_base) + skip, it->iov[k].iov_len - skip};
+    }
+    msghdr msg{};
+    msg.msg_iov = vec;
+    msg.msg_iovlen = nv;
+    ssize_t w = ::sendmsg(fd_, &msg, MSG_NOSIGNAL | flags);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w < 0 && (flags & MSG_DONTWAIT) && (errno == EAGAIN || errno == EWOULDBLOCK))
+      return true;
+    if (w <= 0)
+      return false;
+    iov_iter_advance(it, static_cast<size_t>(w));
+  }
+  return true;
+}
+
 bool connection::send_all(const ::iovec* iov, unsigned n) {
   size_t total = 0;
   for (unsigned k = 0; k < n; k++)
     total += iov[k].iov_len;
   iov_iter it;
   iov_iter_init(&it, ITER_SOURCE, iov, n, total);
-  while (iov_iter_count(&it)) {
-    ::iovec vec[64];
-    unsigned nv = 0;
-    size_t skip = it.iov_offset;
-    for (unsigned long k = 0; k < it.nr_segs && nv < 64; k++, skip = 0) {
-      if (it.iov[k].iov_len == skip)
-        continue;
-      vec[nv++] = {static_cast<char*>(it.iov[k].iov_base) + skip, it.iov[k].iov_len - skip};
-    }
-    msghdr msg{};
-    msg.msg_iov = vec;
-    msg.msg_iovlen = nv;
-    ssize_t w = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w <= 0)
-      return false;
-    iov_iter_advance(&it, static_cast<size_t>(w));
-  }
-  return true;
+  return send_iter(&it, 0);
 }
 
 uint16_t connection::transmission_flags() const {
-  uint16_t f = NBD_FLAG_HAS_FLAGS | NBD_FLAG_SEND_FLUSH | NBD_FLAG_SEND_FUA | NBD_FLAG_SEND_DF |
-               NBD_FLAG_CAN_MULTI_CONN;
+  uint16_t f = NBD_FLAG_HAS_FLAGS | NBD_FLAG_SEND_FLUSH | NBD_FLAG_SEND_FUA | NBD_FLAG_CAN_MULTI_CONN;
+  if (structured_)
+    f |= NBD_FLAG_SEND_DF;  // DF means something only to structured replies
   if (opts_.read_only)
     return f | NBD_FLAG_READ_ONLY;
   f |= NBD_FLAG_SEND_TRIM | NBD_FLAG_SEND_WRITE_ZEROES;
@@ -331,22 +340,40 @@ size_t connection::read_reply_header(const request& rq, unsigned char (&head)[28
 }
 
 // A READ goes out straight from the disk's pages when the device lends them
-// (absent ones from a shared zero page), in one sendmsg() stream with the
-// header; the RCU section keeps pages a concurrent discard frees alive until
-// they are sent. Otherwise the data is READ into the connection's buffer.
+// (absent ones from a shared zero page), the header and the pages in one
+// sendmsg() stream. The RCU section that keeps lent pages alive must not
+// wait on the client: what the socket does not take at once is copied out of
+// the pages, and sent after the section ends. A device that cannot lend
+// READs into the connection's buffer.
 bool connection::reply_read(const request& rq) {
+  if (rq.length == 0)
+    return reply_ok(rq);  // no data chunk: an empty OFFSET_DATA is not allowed
+  unsigned char head[28];
+  size_t unsent = 0;
   {
     rcu_read_guard rcu;
     lent_.resize(1);
     const char* why = nullptr;
     int err = dev_.lend_pages(rq.offset >> SECTOR_SHIFT, rq.length >> SECTOR_SHIFT, &lent_, &why);
     if (err == 0) {
-      unsigned char head[28];
-      lent_[0] = {head, read_reply_header(rq, head)};
-      return send_all(lent_.data(), static_cast<unsigned>(lent_.size()));
-    }
-    if (err != -EOPNOTSUPP)
+      size_t hlen = read_reply_header(rq, head);
+      lent_[0] = {head, hlen};
+      iov_iter it;
+      iov_iter_init(&it, ITER_SOURCE, lent_.data(), lent_.size(), hlen + rq.length);
+      if (!send_iter(&it, MSG_DONTWAIT))
+        return false;
+      unsent = iov_iter_count(&it);
+      if (!unsent)
+        return true;
+      buffer_.resize(std::max(buffer_.size(), unsent));
+      copy_from_iter(buffer_.data(), unsent, &it);
+    } else if (err != -EOPNOTSUPP) {
       return reply_error(rq, nbd_errno(err), why ? why : "read failed");
+    }
+  }
+  if (unsent) {
+    ::iovec rest{buffer_.data(), unsent};
+    return send_all(&rest, 1);
   }
   buffer_.resize(std::max<size_t>(buffer_.size(), rq.length));
   iov_iter it;
@@ -357,7 +384,6 @@ bool connection::reply_read(const request& rq) {
   br.iter = &it;
   if (int err = dev_.submit(br))
     return reply_error(rq, nbd_errno(err), br.error ? br.error : "read failed");
-  unsigned char head[28];
   ::iovec v[2] = {{head, read_reply_header(rq, head)}, {buffer_.data(), rq.length}};
   return send_all(v, 2);
 }

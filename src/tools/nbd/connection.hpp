@@ -51,6 +51,7 @@ class connection {
 
   bool recv_full(void* buf, size_t len);
   bool send_all(const ::iovec* iov, unsigned n);
+  bool send_iter(iov_iter* it, int flags);
   uint16_t transmission_flags() const;
 
   int fd_;
