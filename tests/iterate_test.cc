@@ -91,9 +91,10 @@ Result run(Form form, iov::iov_iter start, size_t len, size_t short_at = SIZE_MA
   rec.short_at = short_at;
   rec.short_remain = short_remain;
   size_t ret = walk(form, &start, len, &rec, &priv2_target);
-  for (const Piece& p : rec.pieces) {
+  for (Piece& p : rec.pieces) {
     EXPECT_EQ(p.priv, &rec) << "priv passed through";
     EXPECT_EQ(p.priv2, &priv2_target) << "priv2 passed through";
+    p.priv = nullptr;  // a stack address, different in each run: compared here, not across forms
   }
   return {ret, rec.pieces, iov_test::state_of(start), start};
 }
