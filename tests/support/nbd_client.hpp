@@ -1,0 +1,235 @@
+// nbd_client.hpp: a small NBD client for the tests, written from the
+// protocol's specification (NetworkBlockDevice doc/proto.md) and sharing no
+// code with the server, so that the two can disagree. It speaks the fixed
+// newstyle handshake byte by byte, sends any option or request (well formed
+// or not), and checks the shape of every reply it reads. Every wait is
+// bounded (poll with a deadline), so a server that hangs fails a test
+// instead of stalling it.
+//
+//   auto c = iov_test::nbd::client::connect_unix(path);
+//   ASSERT_TRUE(c && c->greet() && c->opt_structured_reply() && c->opt_go("").ok);
+//   auto r = c->read(0, 4096);           // r.error == 0, r.data has 4096 bytes
+//   c->disc();
+//
+// Processes for the tests of the program and of real clients:
+//
+//   iov_test::nbd::temp_dir dir;
+//   iov_test::nbd::server_process srv(IOV_NBD_PATH, {"--driver=brd", "-U", dir.path("s")});
+//   ASSERT_TRUE(srv.wait_listening()) << srv.output();
+//   auto r = iov_test::nbd::run({"nbdinfo", "--map", srv.uri()});    // r.status, r.output
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace iov_test::nbd {
+
+// Protocol values, as the specification numbers them.
+inline constexpr uint64_t kNbdMagic = 0x4e42444d41474943ull;       // "NBDMAGIC"
+inline constexpr uint64_t kIHaveOpt = 0x49484156454f5054ull;       // "IHAVEOPT"
+inline constexpr uint64_t kOptReplyMagic = 0x0003e889045565a9ull;
+inline constexpr uint32_t kRequestMagic = 0x25609513;
+inline constexpr uint32_t kSimpleReplyMagic = 0x67446698;
+inline constexpr uint32_t kStructuredReplyMagic = 0x668e33ef;
+
+enum : uint16_t { FLAG_FIXED_NEWSTYLE = 1, FLAG_NO_ZEROES = 2 };          // handshake flags
+enum : uint32_t { FLAG_C_FIXED_NEWSTYLE = 1, FLAG_C_NO_ZEROES = 2 };      // client flags
+enum : uint32_t {
+  OPT_EXPORT_NAME = 1, OPT_ABORT = 2, OPT_LIST = 3, OPT_STARTTLS = 5, OPT_INFO = 6, OPT_GO = 7,
+  OPT_STRUCTURED_REPLY = 8, OPT_LIST_META_CONTEXT = 9, OPT_SET_META_CONTEXT = 10,
+};
+enum : uint32_t { REP_ACK = 1, REP_SERVER = 2, REP_INFO = 3, REP_META_CONTEXT = 4 };
+inline constexpr uint32_t REP_FLAG_ERROR = 1u << 31;
+enum : uint32_t {
+  REP_ERR_UNSUP = REP_FLAG_ERROR | 1, REP_ERR_POLICY = REP_FLAG_ERROR | 2, REP_ERR_INVALID = REP_FLAG_ERROR | 3,
+  REP_ERR_UNKNOWN = REP_FLAG_ERROR | 6,
+};
+enum : uint16_t { INFO_EXPORT = 0, INFO_NAME = 1, INFO_DESCRIPTION = 2, INFO_BLOCK_SIZE = 3 };
+enum : uint16_t {  // transmission flags
+  TFLAG_HAS_FLAGS = 1 << 0, TFLAG_READ_ONLY = 1 << 1, TFLAG_SEND_FLUSH = 1 << 2, TFLAG_SEND_FUA = 1 << 3,
+  TFLAG_SEND_TRIM = 1 << 5, TFLAG_SEND_WRITE_ZEROES = 1 << 6, TFLAG_SEND_DF = 1 << 7,
+  TFLAG_CAN_MULTI_CONN = 1 << 8, TFLAG_SEND_FAST_ZERO = 1 << 11,
+};
+enum : uint16_t {
+  CMD_READ = 0, CMD_WRITE = 1, CMD_DISC = 2, CMD_FLUSH = 3, CMD_TRIM = 4, CMD_CACHE = 5,
+  CMD_WRITE_ZEROES = 6, CMD_BLOCK_STATUS = 7,
+};
+enum : uint16_t {
+  CMD_FLAG_FUA = 1 << 0, CMD_FLAG_NO_HOLE = 1 << 1, CMD_FLAG_DF = 1 << 2, CMD_FLAG_REQ_ONE = 1 << 3,
+  CMD_FLAG_FAST_ZERO = 1 << 4,
+};
+enum : uint16_t { REPLY_FLAG_DONE = 1 };
+enum : uint16_t {
+  REPLY_TYPE_NONE = 0, REPLY_TYPE_OFFSET_DATA = 1, REPLY_TYPE_OFFSET_HOLE = 2, REPLY_TYPE_BLOCK_STATUS = 5,
+  REPLY_TYPE_ERROR = (1 << 15) | 1, REPLY_TYPE_ERROR_OFFSET = (1 << 15) | 2,
+};
+enum : uint32_t { STATE_HOLE = 1, STATE_ZERO = 2 };
+enum : uint32_t { NBD_EPERM = 1, NBD_EIO = 5, NBD_ENOMEM = 12, NBD_EINVAL = 22, NBD_ENOSPC = 28,
+                  NBD_EOVERFLOW = 75, NBD_ENOTSUP = 95, NBD_ESHUTDOWN = 108 };
+
+using bytes = std::vector<unsigned char>;
+
+struct option_reply {
+  uint32_t option = 0;
+  uint32_t type = 0;
+  bytes data;
+};
+
+// What NBD_OPT_GO / INFO / EXPORT_NAME told.
+struct export_info {
+  bool ok = false;            // the option ended in ACK (or EXPORT_NAME's reply)
+  uint32_t error = 0;         // the error reply type, when one came instead
+  uint64_t size = 0;
+  uint16_t flags = 0;
+  std::optional<std::string> name, description;
+  std::optional<uint32_t> min_block, preferred_block, max_block;
+  std::vector<option_reply> replies;  // every reply, in order
+};
+
+struct extent {
+  uint32_t length;
+  uint32_t flags;
+  bool operator==(const extent&) const = default;
+};
+
+// One request's reply, simple or structured, checked against the protocol.
+struct reply {
+  bool ok = false;      // a complete, well-formed reply arrived
+  std::string problem;  // why not (timeout, closed, a malformed chunk, ...)
+  uint32_t error = 0;   // 0, or the protocol's error number
+  std::string message;  // a structured error's text
+  bytes data;           // a READ's bytes
+  std::vector<extent> extents;  // a BLOCK_STATUS's descriptors
+  uint32_t context_id = 0;
+  std::vector<uint16_t> chunk_types;  // structured: each chunk's type, in order
+};
+
+class client {
+ public:
+  static constexpr int kDefaultTimeoutMs = 20000;
+
+  explicit client(int fd);  // takes the socket
+  ~client();
+  client(const client&) = delete;
+  client& operator=(const client&) = delete;
+
+  static std::unique_ptr<client> connect_unix(const std::string& path);
+  static std::unique_ptr<client> connect_tcp(uint16_t port);  // 127.0.0.1
+
+  int fd() const { return fd_; }
+  void set_timeout_ms(int ms) { timeout_ms_ = ms; }
+  const std::string& last_error() const { return last_error_; }
+
+  // Raw bytes, each bounded by the timeout. recv_exact fails on EOF too.
+  bool send_bytes(const void* p, size_t n);
+  bool recv_exact(void* p, size_t n);
+  // True when the peer closes (EOF or reset) within the timeout, discarding
+  // anything it sends first.
+  bool wait_closed();
+  void shutdown_write();
+
+  // Handshake. greet() reads the server's greeting and sends client_flags.
+  bool greet(uint32_t client_flags = FLAG_C_FIXED_NEWSTYLE | FLAG_C_NO_ZEROES);
+  uint16_t handshake_flags() const { return handshake_flags_; }
+  bool send_option(uint32_t option, const bytes& data, uint64_t magic = kIHaveOpt);
+  std::optional<option_reply> read_option_reply();
+
+  // NBD_OPT_EXPORT_NAME; expects the 124 zero bytes unless NO_ZEROES was sent.
+  export_info opt_export_name(const std::string& name);
+  export_info opt_go(const std::string& name, const std::vector<uint16_t>& info = {});
+  export_info opt_info(const std::string& name, const std::vector<uint16_t>& info = {});
+  bool opt_structured_reply();  // true on ACK
+  // LIST and SET_META_CONTEXT: the contexts named (id, name), and the final reply's type.
+  struct meta_result {
+    uint32_t final_type = 0;
+    std::vector<std::pair<uint32_t, std::string>> contexts;
+  };
+  meta_result opt_meta_context(uint32_t option, const std::string& export_name,
+                               const std::vector<std::string>& queries);
+  static bytes go_payload(const std::string& name, const std::vector<uint16_t>& info);
+  static bytes meta_payload(const std::string& export_name, const std::vector<std::string>& queries);
+
+  // Transmission. The reply format follows opt_structured_reply()'s result.
+  bool structured() const { return structured_; }
+  void set_structured(bool s) { structured_ = s; }
+  bool send_request(uint16_t type, uint16_t flags, uint64_t cookie, uint64_t offset, uint32_t length,
+                    const void* payload = nullptr, size_t payload_len = 0, uint32_t magic = kRequestMagic);
+  // Reads the reply to `cookie`; a READ's expected length and offset say how
+  // to read a simple reply's data and check structured chunks.
+  reply read_reply(uint64_t cookie, uint16_t type, uint64_t offset = 0, uint32_t length = 0);
+
+  reply read(uint64_t offset, uint32_t length, uint16_t flags = 0);
+  reply write(uint64_t offset, const bytes& data, uint16_t flags = 0);
+  reply flush();
+  reply trim(uint64_t offset, uint32_t length, uint16_t flags = 0);
+  reply write_zeroes(uint64_t offset, uint32_t length, uint16_t flags = 0);
+  reply block_status(uint64_t offset, uint32_t length, uint16_t flags = 0);
+  reply cache(uint64_t offset, uint32_t length);
+  bool disc();  // sends NBD_CMD_DISC; there is no reply
+
+ private:
+  bool wait_for(short events);
+  export_info read_info_replies(uint32_t option);
+  reply read_structured(uint64_t cookie, uint16_t type, uint64_t offset, uint32_t length);
+
+  int fd_;
+  int timeout_ms_ = kDefaultTimeoutMs;
+  uint16_t handshake_flags_ = 0;
+  bool no_zeroes_ = false;
+  bool structured_ = false;
+  uint64_t next_cookie_ = 1;
+  std::string last_error_;
+};
+
+// A directory under $TMPDIR (or /tmp), removed with what it holds.
+class temp_dir {
+ public:
+  temp_dir();
+  ~temp_dir();
+  std::string path(const std::string& name) const { return dir_ + "/" + name; }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string dir_;
+};
+
+// The iov-nbd program, run with `args`; its stdout and stderr are collected.
+class server_process {
+ public:
+  server_process(const std::string& program, const std::vector<std::string>& args);
+  ~server_process();  // SIGKILLs it if still running
+  bool started() const { return pid_ > 0; }
+  // Waits for "listening on ADDRESS"; false if it exits or times out first.
+  bool wait_listening(int timeout_ms = 60000);
+  const std::string& address() const { return address_; }
+  // Sends sig and waits for the exit; the wait status, or -1 on a timeout
+  // (the process is then killed).
+  int signal_and_wait(int sig, int timeout_ms = 30000);
+  std::string output();  // what it printed so far
+  pid_t pid() const { return pid_; }
+
+ private:
+  void drain(int timeout_ms);
+  pid_t pid_ = -1;
+  int out_ = -1;
+  std::string output_, address_;
+};
+
+// Runs a program to completion (bounded: killed after timeout_ms).
+struct run_result {
+  int status = -1;  // exit status; -1 on a signal, a timeout or a failed start
+  bool timed_out = false;
+  std::string output;  // stdout and stderr
+};
+run_result run(const std::vector<std::string>& argv, int timeout_ms = 300000);
+// The program's path on $PATH, or "" when it is not installed.
+std::string which(const std::string& program);
+// nbd+unix:///?socket=PATH
+inline std::string unix_uri(const std::string& socket) { return "nbd+unix:///?socket=" + socket; }
+
+}  // namespace iov_test::nbd
