@@ -154,9 +154,18 @@ inline size_t copy_page_from_iter(page* pg, size_t offset, size_t bytes, iov_ite
                                     [i](char* to, size_t n) { return copy_from_iter(to, n, i); });
 }
 
-// Zero-fills the next bytes of the iterator (no direction check, as the kernel's).
-inline size_t iov_iter_zero(size_t bytes, iov_iter* i) {
-  return iterate_and_advance(i, bytes, nullptr, internal::zero_to_user_iter, internal::zero_to_iter);
+namespace internal {
+IOV_NOINLINE inline size_t iov_iter_zero_walk(size_t bytes, iov_iter* i) {
+  return iterate_and_advance(i, bytes, nullptr, zero_to_user_iter, zero_to_iter);
+}
+}  // namespace internal
+
+// Zero-fills the next bytes of the iterator (no direction check, as the
+// kernel's); the UBUF case inlines, as in copy_to_iter().
+IOV_ALWAYS_INLINE size_t iov_iter_zero(size_t bytes, iov_iter* i) {
+  if (IOV_LIKELY(iter_is_ubuf(i)))
+    return iterate_ubuf(i, bytes, nullptr, nullptr, internal::zero_to_user_iter);
+  return internal::iov_iter_zero_walk(bytes, i);
 }
 
 inline size_t iov_iter_zero_outofline(size_t bytes, iov_iter* i) {

@@ -226,7 +226,7 @@ connection::phase connection::handle_info_or_go(uint32_t option, const std::vect
 
 connection::phase connection::handle_meta_context(uint32_t option, const std::vector<unsigned char>& data) {
   auto invalid = [&] { return reply_option(option, NBD_REP_ERR_INVALID) ? phase::options : phase::closed; };
-  if (option == NBD_OPT_SET_META_CONTEXT && !structured_)
+  if (!structured_)  // contexts are reported through structured replies only
     return invalid();
   size_t pos = 0;
   auto take32 = [&](uint32_t* v) {

@@ -114,6 +114,7 @@ void server::run() {
     c->thread = std::thread([this, raw] {
       connection conn(raw->fd, dev_, opts_.exp);
       conn.serve();
+      shutdown(raw->fd, SHUT_RDWR);  // the client sees EOF now; run() closes the fd when it reaps
       raw->done = true;
     });
     std::lock_guard<std::mutex> guard(lock_);
