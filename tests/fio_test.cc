@@ -116,10 +116,12 @@ TEST(FioRun, EveryWorkloadAndIteratorMovesTheBytesAskedFor) {
         EXPECT_EQ(r.read.clat.count(), r.read.ios);
         bool reads = rw == rw_pattern::read || rw == rw_pattern::randread;
         bool writes = rw == rw_pattern::write || rw == rw_pattern::randwrite;
-        if (reads)
+        if (reads) {
           EXPECT_EQ(r.write.ios, 0u);
-        if (writes)
+        }
+        if (writes) {
           EXPECT_EQ(r.read.ios, 0u);
+        }
       }
     }
   }

@@ -2,6 +2,7 @@
 #include "common/options.hpp"
 
 #include <cctype>
+#include <set>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -49,6 +50,14 @@ std::optional<std::pair<std::string, std::optional<std::string>>> split_option(s
   if (eq == std::string_view::npos)
     return std::make_pair(std::string(arg), std::optional<std::string>());
   return std::make_pair(std::string(arg.substr(0, eq)), std::optional<std::string>(std::string(arg.substr(eq + 1))));
+}
+
+bool is_driver_setting(std::string_view name) {
+  static const std::set<std::string, std::less<>> kDriverSettings = {
+      "blocksize",     "memory_backed", "cache_size",    "zoned",     "zone_size",
+      "zone_capacity", "zone_nr_conv",  "zone_max_open", "zone_max_active", "detect_zeroes",
+      "fua",           "discard",       "max_pages",     "copy_mode", "iteration"};
+  return kDriverSettings.find(name) != kDriverSettings.end();
 }
 
 }  // namespace iov::tools

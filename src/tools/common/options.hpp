@@ -23,4 +23,8 @@ absl::StatusOr<uint64_t> parse_size(std::string_view text);
 // does not start with "--" -> nullopt.
 std::optional<std::pair<std::string, std::optional<std::string>>> split_option(std::string_view arg);
 
+// Is --name one of the driver settings the programs pass through to
+// iov::blkdev_create() (which says which driver has which)?
+bool is_driver_setting(std::string_view name);
+
 }  // namespace iov::tools

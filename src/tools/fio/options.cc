@@ -1,6 +1,5 @@
 // options.cc: iov-fio's command line (see job.hpp).
 #include <cstdlib>
-#include <set>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -31,12 +30,6 @@ const char* iter_name(iter_kind k) {
 }
 
 namespace {
-// The driver's settings, passed through to blkdev_create() (which says which
-// driver has which). Flags without a value mean 1.
-const std::set<std::string> kDriverSettings = {
-    "blocksize", "memory_backed", "cache_size", "zoned", "zone_size", "zone_capacity", "zone_nr_conv",
-    "zone_max_open", "zone_max_active", "detect_zeroes", "fua", "discard", "max_pages", "copy_mode", "iteration"};
-
 absl::Status bad(const std::string& name, const std::string& value, const char* want) {
   return absl::InvalidArgumentError(absl::StrCat("--", name, "=", value, ": expected ", want));
 }
@@ -118,7 +111,7 @@ absl::StatusOr<job_options> parse_options(int argc, char** argv) {
       if (!v.ok())
         return bad(name, value, "a byte offset");
       o.debug_corrupt = static_cast<int64_t>(*v);
-    } else if (kDriverSettings.count(name)) {
+    } else if (tools::is_driver_setting(name)) {  // passed through; a flag without a value means 1
       o.settings.emplace_back(name, opt->second ? value : "1");
       memory_backed_given |= name == "memory_backed";
     } else {

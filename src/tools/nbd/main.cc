@@ -6,7 +6,6 @@
 
 #include <cstdio>
 #include <cstring>
-#include <set>
 #include <string>
 
 #include "absl/strings/numbers.h"
@@ -36,9 +35,6 @@ int usage(const std::string& msg) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  static const std::set<std::string> kDriverSettings = {
-      "blocksize", "memory_backed", "cache_size", "zoned", "zone_size", "zone_capacity", "zone_nr_conv",
-      "zone_max_open", "zone_max_active", "detect_zeroes", "fua", "discard", "max_pages", "copy_mode", "iteration"};
   std::string driver = "brd", size = "64m";
   iov::nbd::server_options opts;
   iov::blkdev_settings settings;
@@ -88,7 +84,7 @@ int main(int argc, char** argv) {
       opts.port = static_cast<uint16_t>(port);
     } else if (name == "read-only") {
       opts.exp.read_only = true;
-    } else if (kDriverSettings.count(name)) {
+    } else if (iov::tools::is_driver_setting(name)) {
       settings.emplace_back(name, opt->second ? value : "1");
       memory_backed_given |= name == "memory_backed";
     } else {
