@@ -449,14 +449,17 @@ ssize_t extract_xarray_pages(iov_iter* i, page*** pages, size_t maxsize, unsigne
   maxpages = want_pages_array(pages, maxsize, offset, maxpages);
   if (!maxpages)
     return -ENOMEM;
+  // One cursor for the run, as the kernel's iter_xarray_populate_pages():
+  // a lookup from the root per page would cost more than the page's copy.
+  page** out = *pages;  // held in a register: stores through it could alias *pages
   unsigned nr = 0;
   {
     rcu_read_guard rcu;
-    for (unsigned long index = pos >> PAGE_SHIFT; nr < maxpages; index++) {
-      page* pg = static_cast<page*>(xa_load(i->xarray, index));
-      if (!pg)
+    XA_STATE(xas, i->xarray, pos >> PAGE_SHIFT);
+    for (void* e = xas_load(&xas); e; e = xas_next(&xas)) {
+      out[nr++] = static_cast<page*>(e);
+      if (nr == maxpages)
         break;
-      (*pages)[nr++] = pg;
     }
   }
   size_t size = nr ? std::min(nr * PAGE_SIZE - offset, maxsize) : 0;

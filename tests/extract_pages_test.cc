@@ -214,6 +214,37 @@ TEST(ExtractPages, XarrayStopsAtAMissingIndex) {
   EXPECT_EQ(e.pages[0], full->xa_page(1));
 }
 
+// Runs longer than a node of the tree (XA_CHUNK_SIZE indices), starting
+// mid-node, in batches of every size up to a few nodes: each batch is the
+// next consecutive pages, and a hole ends the run wherever it falls.
+TEST(ExtractPages, XarrayRunsCrossTreeNodes) {
+  constexpr size_t first = iov::XA_CHUNK_SIZE - 5, npages = 3 * iov::XA_CHUNK_SIZE, hole = 2 * iov::XA_CHUNK_SIZE + 1;
+  auto l = Layout::make_xarray(first * PAGE_SIZE + 7, npages * PAGE_SIZE - 7, {hole});
+  for (unsigned maxpages : {1u, 5u, 63u, 64u, 65u, 130u, 200u, 500u}) {
+    SCOPED_TRACE(testing::Message() << "maxpages " << maxpages);
+    std::vector<iov::page*> out(maxpages, kUnset);
+    iov::iov_iter it = l->iter(iov::ITER_DEST);
+    size_t next = 0, got_total = 0;
+    for (;;) {
+      iov::page** p = out.data();
+      size_t offset0 = SIZE_MAX;
+      ssize_t got = iov::iov_iter_extract_pages(&it, &p, SIZE_MAX, maxpages, 0, &offset0);
+      if (got == 0) break;
+      ASSERT_GT(got, 0);
+      EXPECT_EQ(offset0, next == 0 ? 7u : 0u);
+      size_t n = div_round_up(offset0 + static_cast<size_t>(got), PAGE_SIZE);
+      ASSERT_LE(n, maxpages);
+      for (size_t k = 0; k < n; k++) ASSERT_EQ(out[k], l->xa_page(next + k)) << "page " << next + k;
+      EXPECT_TRUE(n == maxpages || next + n == hole) << "a batch ends at maxpages or the hole";
+      next += n;
+      got_total += static_cast<size_t>(got);
+    }
+    EXPECT_EQ(next, hole);
+    EXPECT_EQ(got_total, hole * PAGE_SIZE - 7);
+    EXPECT_EQ(it.count, (npages - hole) * PAGE_SIZE);
+  }
+}
+
 TEST(ExtractPages, DiscardIsEfault) {
   iov::iov_iter it;
   iov::iov_iter_discard(&it, iov::ITER_DEST, 1000);

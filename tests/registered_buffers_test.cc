@@ -82,8 +82,9 @@ TEST(RegisteredBuffers, CoalescesIntoLargerFolios) {
     EXPECT_EQ(bv[k].bv_offset, 0u);
     EXPECT_EQ(iov::page_address(bv[k].bv_page), a.base + first + (k - 1) * 65536);
   }
-  if (tail)
+  if (tail) {
     EXPECT_EQ(bv.back().bv_len, tail);
+  }
 }
 
 // Every offset class (start, inside the first page, the first page boundary,

@@ -24,6 +24,16 @@
 namespace iov {
 
 namespace internal {
+// The length of a piece, with what the compiler knows of its bound forgotten.
+// A page walk caps each piece at PAGE_SIZE; seeing that, GCC expands
+// memcpy/memset inline as rep movsq/stosq, which measures ~15% slower per
+// 4 KiB page than the C library's (vector stores, or rep stosb/movsb where
+// the CPU makes those fast). Hiding the bound keeps the library call.
+IOV_ALWAYS_INLINE size_t unbounded(size_t len) {
+  asm("" : "+r"(len));
+  return len;
+}
+
 // The kernel's steps, with stable addresses for generic_iterate(). User-backed
 // steps go through usercopy_allow(), the fault-injection point.
 inline size_t copy_to_user_iter(void* iter_to, size_t progress, size_t len, void* from, void*) {
@@ -32,7 +42,7 @@ inline size_t copy_to_user_iter(void* iter_to, size_t progress, size_t len, void
   return len - n;
 }
 inline size_t memcpy_to_iter(void* iter_to, size_t progress, size_t len, void* from, void*) {
-  std::memcpy(iter_to, static_cast<const char*>(from) + progress, len);
+  std::memcpy(iter_to, static_cast<const char*>(from) + progress, unbounded(len));
   return 0;
 }
 inline size_t copy_from_user_iter(void* iter_from, size_t progress, size_t len, void* to, void*) {
@@ -41,7 +51,7 @@ inline size_t copy_from_user_iter(void* iter_from, size_t progress, size_t len, 
   return len - n;
 }
 inline size_t memcpy_from_iter(void* iter_from, size_t progress, size_t len, void* to, void*) {
-  std::memcpy(static_cast<char*>(to) + progress, iter_from, len);
+  std::memcpy(static_cast<char*>(to) + progress, iter_from, unbounded(len));
   return 0;
 }
 inline size_t zero_to_user_iter(void* iter_to, size_t, size_t len, void*, void*) {
@@ -50,7 +60,7 @@ inline size_t zero_to_user_iter(void* iter_to, size_t, size_t len, void*, void*)
   return len - n;
 }
 inline size_t zero_to_iter(void* iter_to, size_t, size_t len, void*, void*) {
-  std::memset(iter_to, 0, len);
+  std::memset(iter_to, 0, unbounded(len));
   return 0;
 }
 }  // namespace internal
