@@ -29,10 +29,6 @@ namespace {
 
 size_t g_tile = 16 * 1024;
 
-[[noreturn]] void die(const char* what) {
-  std::fprintf(stderr, "iov-bench: %s: %s\n", what, std::strerror(errno));
-  std::exit(1);
-}
 
 // 256 MiB of address space mapped again and again onto one memfd of `tile`
 // bytes, populated up front so no sample takes page faults.
@@ -94,6 +90,23 @@ bench_memory* create_memory(memory_kind kind) {
     m->scratch = map_streaming(BENCH_SIZE);
     fill_pattern(m->buffer, BENCH_SIZE);
   }
+  describe_pages(m);
+  return m;
+}
+
+std::map<std::string, std::string>& baselines() {
+  static std::map<std::string, std::string> map;
+  return map;
+}
+
+}  // namespace
+
+[[noreturn]] void die(const char* what) {
+  std::fprintf(stderr, "iov-bench: %s: %s\n", what, std::strerror(errno));
+  std::exit(1);
+}
+
+void describe_pages(bench_memory* m) {
   m->iovecs.resize(BENCH_PAGES);
   m->bvecs.resize(BENCH_PAGES);
   for (size_t i = 0; i < BENCH_PAGES; i++) {
@@ -111,15 +124,20 @@ bench_memory* create_memory(memory_kind kind) {
   for (size_t i = 0; i < BENCH_KVECS; i++)
     m->kvecs.push_back(kvec{m->buffer + i * part, part});
   m->kvecs.back().iov_len += BENCH_SIZE - part * BENCH_KVECS;
-  return m;
 }
 
-std::map<std::string, std::string>& baselines() {
-  static std::map<std::string, std::string> map;
-  return map;
+void arm_copy_probes(const char* from, char* to) {
+  for (size_t off : probe_offsets)
+    for (size_t k = 0; k < PAGE_SIZE; k++)
+      to[off + k] = static_cast<char>(~from[off + k]);
 }
 
-}  // namespace
+bool copy_probes_hold(const char* from, const char* to) {
+  for (size_t off : probe_offsets)
+    if (std::memcmp(from + off, to + off, PAGE_SIZE) != 0)
+      return false;
+  return true;
+}
 
 const char* memory_suffix(memory_kind kind) { return kind == memory_kind::tiled ? "" : "_streaming"; }
 

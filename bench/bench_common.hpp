@@ -70,6 +70,20 @@ struct bench_memory {
 };
 bench_memory& get_memory(memory_kind kind);
 
+// Builds m's segment arrays (iovecs, bvecs, the xarray, kvecs) over m->buffer,
+// for memory made elsewhere (the zero scans' all-zero buffers).
+void describe_pages(bench_memory* m);
+
+// Reports what failed (with errno) and exits: the suite cannot run without it.
+[[noreturn]] void die(const char* what);
+
+// A few pages spread over the 256 MiB whose contents are checked after a timed
+// copy: arm_copy_probes() writes the complement of `from` into `to` there, so
+// a copy that did not reach them shows in copy_probes_hold().
+inline constexpr size_t probe_offsets[] = {0, BENCH_SIZE / 2 + 3 * PAGE_SIZE, BENCH_SIZE - PAGE_SIZE};
+void arm_copy_probes(const char* from, char* to);
+bool copy_probes_hold(const char* from, const char* to);
+
 // The kernel's benchmark cases; each walks the same 256 MiB of buffer.
 enum class bench_case { ubuf, iovec, kvec, bvec, bvec_split, xarray, xarray_to_bvec };
 inline constexpr bench_case all_cases[] = {bench_case::ubuf,       bench_case::iovec,  bench_case::kvec,

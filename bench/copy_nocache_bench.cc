@@ -22,24 +22,10 @@ namespace {
 
 enum class form { inlined, outofline };
 
-// Probe pages of scratch hold the complement of the buffer's before the timed
-// copies, so a copy that did not reach them shows.
-constexpr size_t probe_offsets[] = {0, BENCH_SIZE / 2 + 3 * PAGE_SIZE, BENCH_SIZE - PAGE_SIZE};
-void arm_probes(const char* from, char* to) {
-  for (size_t off : probe_offsets)
-    for (size_t k = 0; k < PAGE_SIZE; k++) to[off + k] = static_cast<char>(~from[off + k]);
-}
-bool probes_hold(const char* from, const char* to) {
-  for (size_t off : probe_offsets)
-    if (std::memcmp(from + off, to + off, PAGE_SIZE) != 0)
-      return false;
-  return true;
-}
-
 template <bench_case C, form F>
 void bm_copy_nocache(benchmark::State& state, memory_kind kind) {
   bench_memory& m = get_memory(kind);
-  arm_probes(m.buffer, m.scratch);
+  arm_copy_probes(m.buffer, m.scratch);
   size_t done = 0;
   for (auto _ : state) {
     done = for_each_iter<C>(m, ITER_SOURCE, [&m](iov_iter* it, size_t off) {
@@ -49,7 +35,7 @@ void bm_copy_nocache(benchmark::State& state, memory_kind kind) {
     });
     benchmark::ClobberMemory();
   }
-  if (!probes_hold(m.buffer, m.scratch))
+  if (!copy_probes_hold(m.buffer, m.scratch))
     state.SkipWithError("data check failed: the copy did not reach scratch");
   else
     expect_bytes(state, done, m.size);

@@ -48,20 +48,6 @@ void check_crc(benchmark::State& state, bench_memory& m, uint32_t crc, size_t do
     expect_bytes(state, done, m.size);
 }
 
-// The probe pages of scratch hold the complement of the buffer's before a
-// copy, so a copy that did not reach them shows.
-constexpr size_t probe_offsets[] = {0, BENCH_SIZE / 2 + 3 * PAGE_SIZE, BENCH_SIZE - PAGE_SIZE};
-void arm_probes(const char* from, char* to) {
-  for (size_t off : probe_offsets)
-    for (size_t k = 0; k < PAGE_SIZE; k++) to[off + k] = static_cast<char>(~from[off + k]);
-}
-bool probes_hold(const char* from, const char* to) {
-  for (size_t off : probe_offsets)
-    if (std::memcmp(from + off, to + off, PAGE_SIZE) != 0)
-      return false;
-  return true;
-}
-
 template <bench_case C, form F>
 void bm_crc(benchmark::State& state, memory_kind kind) {
   bench_memory& m = get_memory(kind);
@@ -81,7 +67,7 @@ void bm_crc(benchmark::State& state, memory_kind kind) {
 template <bench_case C, form F>
 void bm_crc_copy(benchmark::State& state, memory_kind kind) {
   bench_memory& m = get_memory(kind);
-  arm_probes(m.buffer, m.scratch);
+  arm_copy_probes(m.buffer, m.scratch);
   uint32_t crc = 0;
   size_t done = 0;
   for (auto _ : state) {
@@ -92,7 +78,7 @@ void bm_crc_copy(benchmark::State& state, memory_kind kind) {
     });
     benchmark::ClobberMemory();
   }
-  if (!probes_hold(m.buffer, m.scratch))
+  if (!copy_probes_hold(m.buffer, m.scratch))
     state.SkipWithError("data check failed: the copy did not reach scratch");
   else
     check_crc(state, m, crc, done);
@@ -156,7 +142,7 @@ void bm_isal_flat(benchmark::State& state, memory_kind kind) {
 // The unfused way: copy a piece, then CRC the copy while it is in L1.
 void bm_copy_then_crc(benchmark::State& state, bench_case c, memory_kind kind) {
   bench_memory& m = get_memory(kind);
-  arm_probes(m.buffer, m.scratch);
+  arm_copy_probes(m.buffer, m.scratch);
   const auto& pieces = case_pieces(c);
   uint32_t crc = 0;
   for (auto _ : state) {
@@ -167,7 +153,7 @@ void bm_copy_then_crc(benchmark::State& state, bench_case c, memory_kind kind) {
     }
     benchmark::ClobberMemory();
   }
-  if (!probes_hold(m.buffer, m.scratch))
+  if (!copy_probes_hold(m.buffer, m.scratch))
     state.SkipWithError("data check failed: the copy did not reach scratch");
   else
     check_crc(state, m, crc, m.size);

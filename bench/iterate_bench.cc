@@ -92,29 +92,23 @@ IOV_ALWAYS_INLINE size_t zero_fill(iov_iter* it) {
   }
 }
 
-// A few pages, spread over the 256 MiB, whose contents are checked after the
-// timed walk: the copy must have reached scratch, the zero-fill the buffer.
-constexpr size_t probe_offsets[] = {0, BENCH_SIZE / 2 + 3 * PAGE_SIZE, BENCH_SIZE - PAGE_SIZE};
-
+// The copy must have reached scratch, the zero-fill the buffer.
 void arm_probes(bench_memory& m, op o) {
-  for (size_t off : probe_offsets) {
-    if (o == op::copy) {
-      for (size_t k = 0; k < PAGE_SIZE; k++)
-        m.scratch[off + k] = static_cast<char>(~m.buffer[off + k]);
-    } else {
-      std::memset(m.buffer + off, 0xa5, PAGE_SIZE);
-    }
+  if (o == op::copy) {
+    arm_copy_probes(m.buffer, m.scratch);
+    return;
   }
+  for (size_t off : probe_offsets)
+    std::memset(m.buffer + off, 0xa5, PAGE_SIZE);
 }
 
 bool probes_hold(const bench_memory& m, op o) {
+  if (o == op::copy)
+    return copy_probes_hold(m.buffer, m.scratch);
   static const char zeroes[PAGE_SIZE] = {};
-  for (size_t off : probe_offsets) {
-    const char* want = o == op::copy ? m.buffer + off : zeroes;
-    const char* got = o == op::copy ? m.scratch + off : m.buffer + off;
-    if (std::memcmp(got, want, PAGE_SIZE) != 0)
+  for (size_t off : probe_offsets)
+    if (std::memcmp(m.buffer + off, zeroes, PAGE_SIZE) != 0)
       return false;
-  }
   return true;
 }
 

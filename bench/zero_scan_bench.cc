@@ -34,11 +34,6 @@ enum class form { inlined, outofline };
 
 constexpr size_t L1_BUFFER = 16 * 1024;
 
-[[noreturn]] void die(const char* what) {
-  std::fprintf(stderr, "iov-bench: %s: %s\n", what, std::strerror(errno));
-  std::exit(1);
-}
-
 // The cases' segment arrays over 256 MiB of zeroes. Tiled: a private
 // anonymous mapping that is only ever read maps every page to the kernel's
 // zero page, one 4 KiB frame in L1 (the kernel benchmark's vmap of one page
@@ -65,19 +60,7 @@ bench_memory& zero_memory(memory_kind kind) {
       sink = sink + m->buffer[off];  // fault every page in now, not in a sample
   }
   m->scratch = nullptr;
-  m->iovecs.resize(BENCH_PAGES);
-  m->bvecs.resize(BENCH_PAGES);
-  for (size_t i = 0; i < BENCH_PAGES; i++) {
-    char* pg = m->buffer + i * PAGE_SIZE;
-    m->iovecs[i] = ::iovec{pg, PAGE_SIZE};
-    bvec_set_page(&m->bvecs[i], virt_to_page(pg), PAGE_SIZE, 0);
-    if (xa_is_err(xa_store(&m->pages, i, virt_to_page(pg))))
-      die("xa_store");
-  }
-  size_t part = BENCH_SIZE / BENCH_KVECS;
-  for (size_t i = 0; i < BENCH_KVECS; i++)
-    m->kvecs.push_back(kvec{m->buffer + i * part, part});
-  m->kvecs.back().iov_len += BENCH_SIZE - part * BENCH_KVECS;
+  describe_pages(m);
   return *m;
 }
 
