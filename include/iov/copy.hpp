@@ -24,16 +24,6 @@
 namespace iov {
 
 namespace internal {
-// The length of a piece, with what the compiler knows of its bound forgotten.
-// A page walk caps each piece at PAGE_SIZE; seeing that, GCC expands
-// memcpy/memset inline as rep movsq/stosq, which measures ~15% slower per
-// 4 KiB page than the C library's (vector stores, or rep stosb/movsb where
-// the CPU makes those fast). Hiding the bound keeps the library call.
-IOV_ALWAYS_INLINE size_t unbounded(size_t len) {
-  asm("" : "+r"(len));
-  return len;
-}
-
 // The kernel's steps, with stable addresses for generic_iterate(). User-backed
 // steps go through usercopy_allow(), the fault-injection point.
 inline size_t copy_to_user_iter(void* iter_to, size_t progress, size_t len, void* from, void*) {
