@@ -14,90 +14,27 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
 #include <future>
 #include <random>
 #include <thread>
+#include <vector>
 
 #include "iov/rcu.hpp"
-#include "iov_drivers/blkdev.hpp"
-#include "nbd/server.hpp"
 #include "support/nbd_client.hpp"
+#include "support/nbd_server_fixture.hpp"
 
+namespace iov_test::nbd {
 namespace {
 
-namespace nbd = iov_test::nbd;
-using nbd::bytes;
-constexpr uint64_t KiB = 1024, MiB = 1024 * KiB;
+// Room for a slice per client, and for 1 MiB reads at eight offsets.
+constexpr uint64_t kSize = 8 * MiB;
 
-bytes random_data(size_t n, std::mt19937_64& rng) {
-  bytes b(n);
-  for (auto& c : b)
-    c = static_cast<unsigned char>(rng());
-  return b;
-}
-
-// The server on a Unix socket, run() on its own thread.
-class local_server {
- public:
-  local_server(const std::string& driver, iov::blkdev_settings settings) {
-    settings.emplace_back("size", std::to_string(8 * MiB));
-    auto dev = iov::blkdev_create(driver, settings);
-    EXPECT_TRUE(dev.ok()) << dev.status();
-    dev_ = std::move(*dev);
-    socket_ = dir_.path("sock");
-    server_ = std::make_unique<iov::nbd::server>(*dev_, iov::nbd::server_options{.socket_path = socket_, .exp = {}});
-    absl::Status st = server_->listen();
-    EXPECT_TRUE(st.ok()) << st;
-    thread_ = std::thread([this] { server_->run(); });
-  }
-  ~local_server() { stop(); }
-  // stop() and the end of run(), bounded: a server that cannot shut its
-  // connections down ends the test program rather than stalling the suite.
-  void stop() {
-    if (!thread_.joinable())
-      return;
-    server_->stop();
-    auto done = std::async(std::launch::async, [this] { thread_.join(); });
-    if (done.wait_for(std::chrono::seconds(30)) != std::future_status::ready) {
-      std::fprintf(stderr, "nbd_concurrent_test: the server did not stop within 30 s\n");
-      std::_Exit(1);
-    }
-  }
-  uint64_t size() const { return dev_->get_capacity() << iov::SECTOR_SHIFT; }
-  std::unique_ptr<nbd::client> connect() {
-    auto c = nbd::client::connect_unix(socket_);
-    EXPECT_TRUE(c) << "cannot connect";
-    return c;
-  }
-  std::unique_ptr<nbd::client> open(bool structured) {
-    auto c = connect();
-    if (!c || !c->greet() || (structured && !c->opt_structured_reply()) || !c->opt_go("").ok)
-      return ADD_FAILURE() << "handshake: " << (c ? c->last_error() : ""), nullptr;
-    return c;
-  }
-
- private:
-  nbd::temp_dir dir_;
-  std::string socket_;
-  std::unique_ptr<iov::blkdev> dev_;
-  std::unique_ptr<iov::nbd::server> server_;
-  std::thread thread_;
-};
-
-struct config {
-  const char* name;
-  const char* driver;
-  iov::blkdev_settings settings;
-};
-void PrintTo(const config& c, std::ostream* os) { *os << c.name; }
-class NbdConcurrent : public testing::TestWithParam<config> {};
+class NbdConcurrent : public testing::TestWithParam<nbd::driver_config> {};
 
 // Each client owns a slice of the disk: its writes, reads and flushes race
 // with the others' in the server and the driver, never in the data.
 TEST_P(NbdConcurrent, DisjointWritersReadBackAndFlush) {
-  local_server s(GetParam().driver, GetParam().settings);
+  local_server s(GetParam(), kSize);
   constexpr int kClients = 4;
   const uint64_t slice = s.size() / kClients, unit = 4 * KiB;
   std::vector<bytes> models(kClients, bytes(slice, 0));
@@ -144,16 +81,17 @@ TEST_P(NbdConcurrent, DisjointWritersReadBackAndFlush) {
 
 INSTANTIATE_TEST_SUITE_P(
     Drivers, NbdConcurrent,
-    testing::Values(config{"brd", "brd", {}}, config{"brd_unmap", "brd", {{"detect_zeroes", "unmap"}}},
-                    config{"null_blk", "null_blk", {{"memory_backed", "1"}, {"blocksize", "4096"}}},
-                    config{"null_blk_cache", "null_blk", {{"memory_backed", "1"}, {"cache_size", "1"}}}),
-    [](const testing::TestParamInfo<config>& i) { return std::string(i.param.name); });
+    testing::Values(nbd::driver_config{"brd", "brd", {}},
+                    nbd::driver_config{"brd_unmap", "brd", {{"detect_zeroes", "unmap"}}},
+                    nbd::driver_config{"null_blk", "null_blk", {{"blocksize", "4096"}}},
+                    nbd::driver_config{"null_blk_cache", "null_blk", {{"cache_size", "1"}}}),
+    nbd::driver_config_name);
 
 // Clients that connect and say nothing, at each phase, or that never read
 // their replies, while another works; then the server stops with all of
 // them connected.
 TEST(NbdHostile, SilentClientsNeitherBlockOthersNorTheStop) {
-  local_server s("brd", {});
+  local_server s("brd", {}, kSize);
   auto not_greeted = s.connect();
   auto in_options = s.connect();
   ASSERT_TRUE(in_options && in_options->greet());
@@ -183,7 +121,7 @@ TEST(NbdHostile, SilentClientsNeitherBlockOthersNorTheStop) {
 // A WRITE whose payload stops short must not reach the disk. The half-close
 // lets the test see when the server has given up on the connection.
 TEST(NbdHostile, WriteThatDisconnectsMidPayloadChangesNothing) {
-  local_server s("brd", {});
+  local_server s("brd", {}, kSize);
   std::mt19937_64 rng(12);
   auto good = s.open(true);
   ASSERT_TRUE(good);
@@ -213,7 +151,7 @@ TEST(NbdHostile, WriteThatDisconnectsMidPayloadChangesNothing) {
 // connections at once: each ends with replies or a close, and a good client
 // in transmission meanwhile keeps its data.
 TEST(NbdHostile, GarbageAtAnyPhaseNeverCrashesOrHangs) {
-  local_server s("brd", {});
+  local_server s("brd", {}, kSize);
   auto good = s.open(true);
   ASSERT_TRUE(good);
   std::mt19937_64 rng(13);
@@ -257,7 +195,7 @@ TEST(NbdHostile, GarbageAtAnyPhaseNeverCrashesOrHangs) {
 
 // Protocol breaches on one connection close that connection only.
 TEST(NbdHostile, BadMagicOrOversizedOptionClosesOnlyThatConnection) {
-  local_server s("brd", {});
+  local_server s("brd", {}, kSize);
   auto good = s.open(false);
   ASSERT_TRUE(good);
   auto bad_request = s.open(true);
@@ -278,10 +216,10 @@ TEST(NbdHostile, BadMagicOrOversizedOptionClosesOnlyThatConnection) {
 // the kernel's rule for those is never to block inside one. A client that
 // stops reading must not keep grace periods from completing: every page a
 // discard frees, anywhere in the process, would wait on that client.
-class NbdStalledReader : public testing::TestWithParam<config> {};
+class NbdStalledReader : public testing::TestWithParam<nbd::driver_config> {};
 
 TEST_P(NbdStalledReader, UnreadRepliesDoNotHoldUpRcuGracePeriods) {
-  local_server s(GetParam().driver, GetParam().settings);
+  local_server s(GetParam(), kSize);
   auto writer = s.open(true);
   ASSERT_TRUE(writer);
   ASSERT_EQ(writer->write(0, bytes(8 * MiB, 0x11)).error, 0u);
@@ -302,14 +240,14 @@ TEST_P(NbdStalledReader, UnreadRepliesDoNotHoldUpRcuGracePeriods) {
 
 // brd lends its pages to the reply; null_blk's READ goes through a buffer.
 INSTANTIATE_TEST_SUITE_P(Drivers, NbdStalledReader,
-                         testing::Values(config{"brd", "brd", {}},
-                                         config{"null_blk", "null_blk", {{"memory_backed", "1"}}}),
-                         [](const testing::TestParamInfo<config>& i) { return std::string(i.param.name); });
+                         testing::Values(nbd::driver_config{"brd", "brd", {}},
+                                         nbd::driver_config{"null_blk", "null_blk", {}}),
+                         nbd::driver_config_name);
 
 // stop() while clients are in the middle of I/O: each sees its connection
 // end (an error or EOF), none hangs.
 TEST(NbdHostile, StopDuringIoEndsEveryConnection) {
-  local_server s("null_blk", {{"memory_backed", "1"}, {"cache_size", "1"}});
+  local_server s("null_blk", {{"cache_size", "1"}}, kSize);
   std::atomic<int> started{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < 3; t++) {
@@ -341,3 +279,4 @@ TEST(NbdHostile, StopDuringIoEndsEveryConnection) {
 }
 
 }  // namespace
+}  // namespace iov_test::nbd

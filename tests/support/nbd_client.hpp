@@ -11,15 +11,9 @@
 //   auto r = c->read(0, 4096);           // r.error == 0, r.data has 4096 bytes
 //   c->disc();
 //
-// Processes for the tests of the program and of real clients:
-//
-//   iov_test::nbd::temp_dir dir;
-//   iov_test::nbd::server_process srv(IOV_NBD_PATH, {"--driver=brd", "-U", dir.path("s")});
-//   ASSERT_TRUE(srv.wait_listening()) << srv.output();
-//   auto r = iov_test::nbd::run({"nbdinfo", "--map", srv.uri()});    // r.status, r.output
+// The program and real clients are run by nbd_process.hpp; the server in
+// this process by nbd_server_fixture.hpp.
 #pragma once
-
-#include <sys/types.h>
 
 #include <cstdint>
 #include <memory>
@@ -159,8 +153,8 @@ class client {
   void set_structured(bool s) { structured_ = s; }
   bool send_request(uint16_t type, uint16_t flags, uint64_t cookie, uint64_t offset, uint32_t length,
                     const void* payload = nullptr, size_t payload_len = 0, uint32_t magic = kRequestMagic);
-  // Reads the reply to `cookie`; a READ's expected length and offset say how
-  // to read a simple reply's data and check structured chunks.
+  // Reads the reply to `cookie`; a READ's or BLOCK_STATUS's offset and length
+  // say how to read a simple reply's data and check structured chunks.
   reply read_reply(uint64_t cookie, uint16_t type, uint64_t offset = 0, uint32_t length = 0);
 
   reply read(uint64_t offset, uint32_t length, uint16_t flags = 0);
@@ -173,8 +167,9 @@ class client {
   bool disc();  // sends NBD_CMD_DISC; there is no reply
 
  private:
-  bool wait_for(short events);
-  export_info read_info_replies(uint32_t option);
+  export_info info_option(uint32_t option, const std::string& name, const std::vector<uint16_t>& requests);
+  reply request(uint16_t type, uint16_t flags, uint64_t offset, uint32_t length, const bytes& payload = {});
+  reply read_simple(uint64_t cookie, uint16_t type, uint32_t length);
   reply read_structured(uint64_t cookie, uint16_t type, uint64_t offset, uint32_t length);
 
   int fd_;
@@ -185,51 +180,5 @@ class client {
   uint64_t next_cookie_ = 1;
   std::string last_error_;
 };
-
-// A directory under $TMPDIR (or /tmp), removed with what it holds.
-class temp_dir {
- public:
-  temp_dir();
-  ~temp_dir();
-  std::string path(const std::string& name) const { return dir_ + "/" + name; }
-  const std::string& dir() const { return dir_; }
-
- private:
-  std::string dir_;
-};
-
-// The iov-nbd program, run with `args`; its stdout and stderr are collected.
-class server_process {
- public:
-  server_process(const std::string& program, const std::vector<std::string>& args);
-  ~server_process();  // SIGKILLs it if still running
-  bool started() const { return pid_ > 0; }
-  // Waits for "listening on ADDRESS"; false if it exits or times out first.
-  bool wait_listening(int timeout_ms = 60000);
-  const std::string& address() const { return address_; }
-  // Sends sig and waits for the exit; the wait status, or -1 on a timeout
-  // (the process is then killed).
-  int signal_and_wait(int sig, int timeout_ms = 30000);
-  std::string output();  // what it printed so far
-  pid_t pid() const { return pid_; }
-
- private:
-  void drain(int timeout_ms);
-  pid_t pid_ = -1;
-  int out_ = -1;
-  std::string output_, address_;
-};
-
-// Runs a program to completion (bounded: killed after timeout_ms).
-struct run_result {
-  int status = -1;  // exit status; -1 on a signal, a timeout or a failed start
-  bool timed_out = false;
-  std::string output;  // stdout and stderr
-};
-run_result run(const std::vector<std::string>& argv, int timeout_ms = 300000);
-// The program's path on $PATH, or "" when it is not installed.
-std::string which(const std::string& program);
-// nbd+unix:///?socket=PATH
-inline std::string unix_uri(const std::string& socket) { return "nbd+unix:///?socket=" + socket; }
 
 }  // namespace iov_test::nbd
