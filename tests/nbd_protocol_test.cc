@@ -311,6 +311,19 @@ TEST_P(NbdTransmission, OutOfBoundsAndUnalignedRequestsFailAndChangeNothing) {
   EXPECT_EQ(r.data, bytes(4 * KiB, 0));
 }
 
+// CACHE is a hint the RAM disks have nothing to do for; only its range is checked.
+TEST_P(NbdTransmission, CacheChecksItsRange) {
+  const uint64_t size = s.size();
+  EXPECT_EQ(c->cache(0, 64 * KiB).error, 0u);
+  EXPECT_EQ(c->cache(size - 512, 512).error, 0u);
+  EXPECT_EQ(c->cache(size - 512, 1024).error, nbd::NBD_EINVAL);
+  EXPECT_EQ(c->cache(size, 512).error, nbd::NBD_EINVAL);
+  EXPECT_EQ(c->cache(UINT64_MAX - 511, 512).error, nbd::NBD_EINVAL);
+  auto r = c->read(size - 4 * KiB, 4 * KiB);
+  ASSERT_TRUE(r.ok && r.error == 0) << r.problem;
+  EXPECT_EQ(r.data, bytes(4 * KiB, 0));
+}
+
 TEST_P(NbdTransmission, UnknownCommandsAndFlagsAreInvalid) {
   ASSERT_TRUE(c->send_request(42, 0, 1000, 0, 512));
   auto r = c->read_reply(1000, 42);
