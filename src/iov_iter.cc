@@ -335,6 +335,24 @@ unsigned want_pages_array(page*** res, size_t size, size_t start, unsigned maxpa
   return static_cast<unsigned>(count);
 }
 
+// The tail UBUF, IOVEC and KVEC share: the pages under the `size` bytes of
+// contiguous memory at addr (at most maxpages of them), and the advance past
+// the bytes those pages hold.
+ssize_t extract_contiguous_pages(iov_iter* i, const char* addr, size_t size, page*** pages, unsigned maxpages,
+                                 size_t* offset0) {
+  size_t offset = offset_in_page(addr);
+  *offset0 = offset;
+  maxpages = want_pages_array(pages, size, offset, maxpages);
+  if (!maxpages)
+    return -ENOMEM;
+  page* first = virt_to_page(addr);
+  for (unsigned k = 0; k < maxpages; k++)
+    (*pages)[k] = first + k;
+  size = std::min(size, maxpages * PAGE_SIZE - offset);
+  iov_iter_advance(i, size);
+  return static_cast<ssize_t>(size);
+}
+
 // UBUF and IOVEC: the first non-empty segment, as pages of contiguous memory.
 ssize_t extract_user_pages(iov_iter* i, page*** pages, size_t maxsize, unsigned maxpages, size_t* offset0) {
   const char* addr;
@@ -354,17 +372,7 @@ ssize_t extract_user_pages(iov_iter* i, page*** pages, size_t maxsize, unsigned 
     if (!addr)
       return 0;
   }
-  size_t offset = offset_in_page(addr);
-  *offset0 = offset;
-  maxpages = want_pages_array(pages, maxsize, offset, maxpages);
-  if (!maxpages)
-    return -ENOMEM;
-  page* first = virt_to_page(addr);
-  for (unsigned k = 0; k < maxpages; k++)
-    (*pages)[k] = first + k;
-  maxsize = std::min(maxsize, maxpages * PAGE_SIZE - offset);
-  iov_iter_advance(i, maxsize);
-  return static_cast<ssize_t>(maxsize);
+  return extract_contiguous_pages(i, addr, maxsize, pages, maxpages, offset0);
 }
 
 ssize_t extract_kvec_pages(iov_iter* i, page*** pages, size_t maxsize, unsigned maxpages, size_t* offset0) {
@@ -381,17 +389,7 @@ ssize_t extract_kvec_pages(iov_iter* i, page*** pages, size_t maxsize, unsigned 
     skip = 0;
   }
   const char* kaddr = static_cast<const char*>(i->kvec->iov_base) + skip;
-  size_t offset = offset_in_page(kaddr);
-  *offset0 = offset;
-  maxpages = want_pages_array(pages, size, offset, maxpages);
-  if (!maxpages)
-    return -ENOMEM;
-  page* first = virt_to_page(kaddr);
-  for (unsigned k = 0; k < maxpages; k++)
-    (*pages)[k] = first + k;
-  size = std::min(size, maxpages * PAGE_SIZE - offset);
-  iov_iter_advance(i, size);
-  return static_cast<ssize_t>(size);
+  return extract_contiguous_pages(i, kaddr, size, pages, maxpages, offset0);
 }
 
 // BVEC: runs of whole pages across bvecs; stops where the next page would not

@@ -166,9 +166,6 @@ void copy_pieces_plain(const nt_piece* pieces, unsigned n) {
 
 #endif  // IOV_MEMCPY_NT_X86
 
-constexpr int kUnresolved = -1;
-std::atomic<int> installed_level{kUnresolved};
-
 void install(simd_level l) {
 #ifdef IOV_MEMCPY_NT_X86
   memcpy_nt_fn f = l == simd_level::avx512 ? copy_pieces<avx512_lines>
@@ -178,11 +175,12 @@ void install(simd_level l) {
   memcpy_nt_fn f = copy_pieces_plain;
 #endif
   memcpy_nt_impl.store(f, std::memory_order_relaxed);
-  installed_level.store(static_cast<int>(l), std::memory_order_relaxed);
 }
 
+constinit simd_dispatch<install> dispatch;
+
 void memcpy_nt_resolve(const nt_piece* pieces, unsigned n) {
-  install(default_simd_level());
+  dispatch.resolve();
   memcpy_nt_impl.load(std::memory_order_relaxed)(pieces, n);
 }
 
@@ -190,19 +188,7 @@ void memcpy_nt_resolve(const nt_piece* pieces, unsigned n) {
 
 constinit std::atomic<memcpy_nt_fn> memcpy_nt_impl{memcpy_nt_resolve};
 
-bool memcpy_nt_select(simd_level l) {
-  if (!cpu_supports(l)) return false;
-  install(l);
-  return true;
-}
-
-simd_level memcpy_nt_level() {
-  int l = installed_level.load(std::memory_order_relaxed);
-  if (l == kUnresolved) {
-    install(default_simd_level());
-    l = installed_level.load(std::memory_order_relaxed);
-  }
-  return static_cast<simd_level>(l);
-}
+bool memcpy_nt_select(simd_level l) { return dispatch.select(l); }
+simd_level memcpy_nt_level() { return dispatch.level(); }
 
 }  // namespace iov::internal

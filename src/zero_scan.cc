@@ -269,12 +269,6 @@ IOV_TARGET_AVX512 bool mem_is_zero_avx512(const void* s, size_t len) {
 
 // ---- dispatch --------------------------------------------------------------
 
-const void* memchr_inv_resolve(const void* p, int c, size_t len);
-bool mem_is_zero_resolve(const void* p, size_t len);
-
-constexpr int kUnresolved = -1;
-std::atomic<int> installed_level{kUnresolved};
-
 void install(simd_level l) {
   memchr_inv_fn m = memchr_inv_portable;
   mem_is_zero_fn z = mem_is_zero_portable;
@@ -289,15 +283,16 @@ void install(simd_level l) {
 #endif
   memchr_inv_impl.store(m, std::memory_order_relaxed);
   mem_is_zero_impl.store(z, std::memory_order_relaxed);
-  installed_level.store(static_cast<int>(l), std::memory_order_relaxed);
 }
 
+constinit simd_dispatch<install> dispatch;
+
 const void* memchr_inv_resolve(const void* p, int c, size_t len) {
-  install(default_simd_level());
+  dispatch.resolve();
   return memchr_inv_impl.load(std::memory_order_relaxed)(p, c, len);
 }
 bool mem_is_zero_resolve(const void* p, size_t len) {
-  install(default_simd_level());
+  dispatch.resolve();
   return mem_is_zero_impl.load(std::memory_order_relaxed)(p, len);
 }
 
@@ -307,19 +302,7 @@ bool mem_is_zero_resolve(const void* p, size_t len) {
 constinit std::atomic<memchr_inv_fn> memchr_inv_impl{memchr_inv_resolve};
 constinit std::atomic<mem_is_zero_fn> mem_is_zero_impl{mem_is_zero_resolve};
 
-bool zero_scan_select(simd_level l) {
-  if (!cpu_supports(l)) return false;
-  install(l);
-  return true;
-}
-
-simd_level zero_scan_level() {
-  int l = installed_level.load(std::memory_order_relaxed);
-  if (l == kUnresolved) {
-    install(default_simd_level());
-    l = installed_level.load(std::memory_order_relaxed);
-  }
-  return static_cast<simd_level>(l);
-}
+bool zero_scan_select(simd_level l) { return dispatch.select(l); }
+simd_level zero_scan_level() { return dispatch.level(); }
 
 }  // namespace iov::internal

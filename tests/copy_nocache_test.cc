@@ -24,10 +24,10 @@
 #include "iov/internal/memcpy_nt.hpp"
 #include "iov/iov_iter.hpp"
 #include "iov/xarray.hpp"
+#include "support/simd_levels.hpp"
 
 namespace {
 
-using iov::internal::simd_level;
 using u8 = unsigned char;
 
 constexpr u8 kGuard = 0xcc;
@@ -63,15 +63,8 @@ struct guarded {
   }
 };
 
-class CopyNocacheLevel : public ::testing::TestWithParam<simd_level> {
- protected:
-  void SetUp() override {
-    if (!iov::internal::memcpy_nt_select(GetParam()))
-      GTEST_SKIP() << "CPU lacks " << iov::internal::simd_level_name(GetParam());
-    ASSERT_EQ(iov::internal::memcpy_nt_level(), GetParam());
-  }
-  void TearDown() override { iov::internal::memcpy_nt_select(iov::internal::default_simd_level()); }
-};
+class CopyNocacheLevel
+    : public iov_test::SimdLevelTest<iov::internal::memcpy_nt_select, iov::internal::memcpy_nt_level> {};
 
 // Every length up to 1100 at every destination alignment, a few source ones.
 TEST_P(CopyNocacheLevel, MemcpyNtShort) {
@@ -274,12 +267,8 @@ TEST_P(CopyNocacheIter, RandomLayoutsOfEveryType) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Levels, CopyNocacheLevel,
-                         ::testing::Values(simd_level::portable, simd_level::avx2, simd_level::avx512),
-                         [](const auto& info) { return std::string(iov::internal::simd_level_name(info.param)); });
-INSTANTIATE_TEST_SUITE_P(Levels, CopyNocacheIter,
-                         ::testing::Values(simd_level::portable, simd_level::avx2, simd_level::avx512),
-                         [](const auto& info) { return std::string(iov::internal::simd_level_name(info.param)); });
+INSTANTIATE_TEST_SUITE_P(Levels, CopyNocacheLevel, iov_test::all_simd_levels(), iov_test::simd_level_param_name);
+INSTANTIATE_TEST_SUITE_P(Levels, CopyNocacheIter, iov_test::all_simd_levels(), iov_test::simd_level_param_name);
 
 // Out of an ITER_DEST iterator (a discard one included): 0, nothing changes.
 TEST(CopyNocacheContract, DestIteratorCopiesNothing) {

@@ -27,6 +27,7 @@
 #include "iov/iov_iter.hpp"
 #include "iov/xarray.hpp"
 #include "iov/zero_scan.hpp"
+#include "support/simd_levels.hpp"
 
 namespace {
 
@@ -46,15 +47,8 @@ const u8* ref_memchr_inv(const u8* p, u8 c, size_t len) {
 }
 
 // Each test runs at one dispatch level and restores the default afterwards.
-class ZeroScanLevel : public ::testing::TestWithParam<simd_level> {
- protected:
-  void SetUp() override {
-    if (!iov::internal::zero_scan_select(GetParam()))
-      GTEST_SKIP() << "CPU lacks " << iov::internal::simd_level_name(GetParam());
-    ASSERT_EQ(iov::internal::zero_scan_level(), GetParam());
-  }
-  void TearDown() override { iov::internal::zero_scan_select(iov::internal::default_simd_level()); }
-};
+class ZeroScanLevel
+    : public iov_test::SimdLevelTest<iov::internal::zero_scan_select, iov::internal::zero_scan_level> {};
 
 // Every length 0..64 at every alignment 0..63, the odd byte at every position,
 // with the bytes around the buffer set to something else than c.
@@ -144,9 +138,7 @@ TEST_P(ZeroScanLevel, NeverReadsOutside) {
   munmap(m, 3 * pg);
 }
 
-INSTANTIATE_TEST_SUITE_P(Levels, ZeroScanLevel,
-                         ::testing::Values(simd_level::portable, simd_level::avx2, simd_level::avx512),
-                         [](const auto& info) { return std::string(iov::internal::simd_level_name(info.param)); });
+INSTANTIATE_TEST_SUITE_P(Levels, ZeroScanLevel, iov_test::all_simd_levels(), iov_test::simd_level_param_name);
 
 // IOV_SIMD lowers the level a family resolves to, never raises it.
 TEST(ZeroScanDispatch, EnvironmentCapsTheLevel) {
@@ -165,7 +157,7 @@ TEST(ZeroScanDispatch, EnvironmentCapsTheLevel) {
 }
 
 TEST(ZeroScanDispatch, SelectRefusesWhatTheCpuLacks) {
-  for (simd_level l : {simd_level::portable, simd_level::avx2, simd_level::avx512})
+  for (simd_level l : iov_test::kAllSimdLevels)
     EXPECT_EQ(iov::internal::zero_scan_select(l), iov::internal::cpu_supports(l));
   EXPECT_TRUE(iov::internal::zero_scan_select(iov::internal::default_simd_level()));
 }
@@ -383,8 +375,6 @@ TEST(ZeroScanIterContract, DiscardAndZeroBytes) {
   EXPECT_EQ(iov::iov_iter_skip_zeroes(&it, 1), 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Levels, ZeroScanIter,
-                         ::testing::Values(simd_level::portable, simd_level::avx2, simd_level::avx512),
-                         [](const auto& info) { return std::string(iov::internal::simd_level_name(info.param)); });
+INSTANTIATE_TEST_SUITE_P(Levels, ZeroScanIter, iov_test::all_simd_levels(), iov_test::simd_level_param_name);
 
 }  // namespace

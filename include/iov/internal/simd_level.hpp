@@ -1,5 +1,6 @@
 // simd_level.hpp: the instruction-set levels the run-time dispatched kernels
-// (zero scan, non-temporal copy) choose between, and the CPU probe.
+// (zero scan, non-temporal copy) choose between, the CPU probe, and the
+// dispatch state each kernel family keeps (simd_dispatch).
 //
 // Each kernel family resolves its level once, on first use, to the best the
 // CPU supports (IOV_SIMD=portable|avx2 in the environment caps it); tests and
@@ -9,6 +10,7 @@
 //     iov::internal::zero_scan_select(iov::internal::simd_level::avx2);
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -62,5 +64,47 @@ inline simd_level default_simd_level() {
   else if (std::strcmp(env, "avx2") == 0) want = simd_level::avx2;
   return want < best ? want : best;
 }
+
+// One kernel family's dispatch state, behind its <family>_select() and
+// <family>_level(). Install(l) stores the family's kernels of level l in its
+// function pointers; the family's resolvers, which those pointers start out
+// at, call resolve() and then forward.
+//
+//   void install(simd_level l) { memcpy_nt_impl.store(kernel_of(l), ...); }
+//   constinit simd_dispatch<install> dispatch;
+//   bool memcpy_nt_select(simd_level l) { return dispatch.select(l); }
+template <void (*Install)(simd_level)>
+class simd_dispatch {
+ public:
+  // Installs the level the family resolves to (default_simd_level()).
+  void resolve() { install(default_simd_level()); }
+
+  // Installs level l; false (and no change) if the CPU lacks it.
+  bool select(simd_level l) {
+    if (!cpu_supports(l)) return false;
+    install(l);
+    return true;
+  }
+
+  // The level installed now, resolving it first if nothing was installed yet.
+  simd_level level() {
+    int l = installed_.load(std::memory_order_relaxed);
+    if (l == kUnresolved) {
+      resolve();
+      l = installed_.load(std::memory_order_relaxed);
+    }
+    return static_cast<simd_level>(l);
+  }
+
+ private:
+  static constexpr int kUnresolved = -1;
+
+  void install(simd_level l) {
+    Install(l);
+    installed_.store(static_cast<int>(l), std::memory_order_relaxed);
+  }
+
+  std::atomic<int> installed_{kUnresolved};
+};
 
 }  // namespace iov::internal

@@ -1,0 +1,197 @@
+// crc32c_model.cc: the CRC model and the layouts of the crc32c tests (see
+// crc32c_model.hpp).
+#include "support/crc32c_model.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+
+namespace iov_test::crc32c_model {
+
+uint32_t model_crc(uint32_t crc, const void* data, size_t len) {
+  static const std::vector<uint32_t> table = [] {
+    std::vector<uint32_t> t(256);
+    for (uint32_t b = 0; b < 256; b++) {
+      t[b] = b;
+      for (int k = 0; k < 8; k++) t[b] = (t[b] >> 1) ^ ((t[b] & 1) ? kPoly : 0);
+    }
+    return t;
+  }();
+  auto* p = static_cast<const u8*>(data);
+  while (len--) crc = table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
+  return crc;
+}
+
+namespace {
+uint64_t test_seed() {
+  static const uint64_t seed = [] {
+    const char* env = std::getenv("IOV_TEST_SEED");
+    uint64_t s = env && *env ? std::strtoull(env, nullptr, 0) : 0x5eed5eedull;
+    std::fprintf(stderr, "crc32c tests: IOV_TEST_SEED=%llu\n", static_cast<unsigned long long>(s));
+    return s;
+  }();
+  return seed;
+}
+}  // namespace
+
+std::mt19937_64 rng_for(const char* salt) {
+  std::seed_seq seq{test_seed(), static_cast<uint64_t>(std::hash<std::string>{}(salt))};
+  return std::mt19937_64(seq);
+}
+
+void fill_random(std::mt19937_64& rng, void* p, size_t n) {
+  auto* b = static_cast<u8*>(p);
+  for (size_t k = 0; k < n; k++) b[k] = static_cast<u8>(rng());
+}
+
+// ---- layout ------------------------------------------------------------------
+
+layout::layout(Kind k, size_t total, std::mt19937_64& rng) : kind_(k), total_(total) {
+  switch (k) {
+    case Kind::ubuf: build_ubuf(rng); break;
+    case Kind::iovec:
+    case Kind::kvec: build_vec(rng); break;
+    case Kind::bvec: build_bvec(rng); break;
+    case Kind::xarray: build_xarray(rng); break;
+    case Kind::discard: break;
+  }
+  for (auto& b : blocks_) fill_random(rng, b.mem, b.size);
+}
+
+layout::~layout() {
+  xa_.reset();
+  for (auto& b : blocks_) b.page_order >= 0 ? iov::free_pages(b.pg, b.page_order) : std::free(b.mem);
+}
+
+void layout::init(iov::iov_iter* it, unsigned dir) const {
+  switch (kind_) {
+    case Kind::ubuf: iov::iov_iter_ubuf(it, dir, blocks_[0].mem + ubuf_off_, total_); break;
+    case Kind::iovec: iov::iov_iter_init(it, dir, iovs_.data(), iovs_.size(), total_); break;
+    case Kind::kvec: iov::iov_iter_kvec(it, dir, kvecs_.data(), kvecs_.size(), total_); break;
+    case Kind::bvec: iov::iov_iter_bvec(it, dir, bvecs_.data(), bvecs_.size(), total_); break;
+    case Kind::xarray: iov::iov_iter_xarray(it, dir, xa_.get(), xa_start_, total_); break;
+    case Kind::discard: iov::iov_iter_discard(it, dir, total_); break;
+  }
+}
+
+std::vector<u8> layout::gather(size_t off, size_t n) const {
+  std::vector<u8> out;
+  walk(off, n, [&](u8* p, size_t len) { out.insert(out.end(), p, p + len); });
+  return out;
+}
+
+void layout::scatter(size_t off, const u8* src, size_t n) {
+  walk(off, n, [&](u8* p, size_t len) { std::memcpy(p, src, len), src += len; });
+}
+
+std::vector<u8> layout::snapshot() const {
+  std::vector<u8> all;
+  for (auto& b : blocks_) all.insert(all.end(), b.mem, b.mem + b.size);
+  return all;
+}
+
+void layout::restore(const std::vector<u8>& snap) {
+  size_t pos = 0;
+  for (auto& b : blocks_) std::memcpy(b.mem, snap.data() + pos, b.size), pos += b.size;
+}
+
+u8* layout::heap_block(size_t size) {
+  blocks_.push_back({static_cast<u8*>(std::malloc(size ? size : 1)), size});
+  return blocks_.back().mem;
+}
+
+u8* layout::page_block(unsigned order) {
+  iov::page* pg = iov::alloc_pages(iov::GFP_KERNEL, order);
+  blocks_.push_back({static_cast<u8*>(iov::page_address(pg)), iov::PAGE_SIZE << order, pg, static_cast<int>(order)});
+  return blocks_.back().mem;
+}
+
+// Splits total into random segment lengths, with zero-length ones mixed in.
+std::vector<size_t> layout::split(std::mt19937_64& rng, size_t max_seg) const {
+  std::vector<size_t> lens;
+  for (size_t left = total_; left;) {
+    size_t n = std::min(left, 1 + rng() % max_seg);
+    if (rng() % 6 == 0) lens.push_back(0);
+    lens.push_back(n);
+    left -= n;
+  }
+  if (rng() % 3 == 0) lens.push_back(0);
+  return lens;
+}
+
+void layout::build_ubuf(std::mt19937_64& rng) {
+  ubuf_off_ = rng() % 64;
+  u8* p = heap_block(total_ + ubuf_off_ + 64);
+  extents_.push_back({p + ubuf_off_, total_});
+}
+
+// Segments apart, or (half the time) back to back in one block.
+void layout::build_vec(std::mt19937_64& rng) {
+  bool adjacent = rng() % 2;
+  u8* next = adjacent ? heap_block(total_ + 128) + rng() % 64 : nullptr;
+  for (size_t len : split(rng, 1 + rng() % 3000)) {
+    u8* p = adjacent ? next : heap_block(len + 128) + rng() % 64;
+    next = p + len;
+    iovs_.push_back({p, len});
+    kvecs_.push_back({p, len});
+    if (len) extents_.push_back({p, len});
+  }
+}
+
+// bio_vecs may span the frames of one alloc_pages() and start anywhere in
+// it; half the time they follow one another through one allocation.
+void layout::build_bvec(std::mt19937_64& rng) {
+  bool adjacent = rng() % 2;
+  size_t pos = rng() % iov::PAGE_SIZE;  // within the shared block
+  if (adjacent) page_block(2);          // 16 KiB: room for 8 KiB after any offset
+  const block shared = blocks_.empty() ? block{} : blocks_.back();
+  for (size_t len : split(rng, 1 + rng() % 10000)) {
+    unsigned order = 0;
+    size_t off = adjacent ? pos : rng() % iov::PAGE_SIZE;
+    while (!adjacent && (iov::PAGE_SIZE << order) < off + len) order++;
+    const block& b = adjacent ? shared : (page_block(order), blocks_.back());
+    bvecs_.push_back({b.pg + off / iov::PAGE_SIZE, static_cast<unsigned>(len),
+                      static_cast<unsigned>(off % iov::PAGE_SIZE)});
+    if (len) extents_.push_back({b.mem + off, len});
+    pos += len;
+  }
+}
+
+void layout::build_xarray(std::mt19937_64& rng) {
+  xa_ = std::make_unique<iov::xarray>();
+  size_t first = rng() % 1000, off = rng() % iov::PAGE_SIZE;
+  xa_start_ = static_cast<loff_t>(first * iov::PAGE_SIZE + off);
+  for (size_t idx = first, left = total_; left; idx++, off = 0) {
+    u8* p = page_block(0);
+    iov::xa_store(xa_.get(), idx, blocks_.back().pg);
+    size_t part = std::min(left, iov::PAGE_SIZE - off);
+    extents_.push_back({p + off, part});
+    left -= part;
+  }
+}
+
+// ---- positions and trials -------------------------------------------------------
+
+void expect_same_position(const iov::iov_iter& a, const iov::iov_iter& b) {
+  EXPECT_EQ(a.type, b.type);
+  EXPECT_EQ(a.count, b.count);
+  EXPECT_EQ(a.iov_offset, b.iov_offset);
+  EXPECT_EQ(a.nr_segs, b.nr_segs);
+  EXPECT_EQ(a.ubuf, b.ubuf);  // the union's pointer: the current segment
+}
+
+trial draw(std::mt19937_64& rng, Kind k) {
+  trial t{k, 0, 0, 0, static_cast<uint32_t>(rng())};
+  t.total = rng() % 4 == 0 ? rng() % 65 : rng() % 8193;
+  t.skip = t.total ? rng() % (t.total / 4 + 1) : 0;
+  size_t left = t.total - t.skip;
+  switch (rng() % 4) {
+    case 0: t.bytes = left; break;
+    case 1: t.bytes = left + 1 + rng() % 100; break;  // clamped to the count
+    default: t.bytes = left ? rng() % (left + 1) : 0;
+  }
+  return t;
+}
+
+}  // namespace iov_test::crc32c_model
