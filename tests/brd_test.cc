@@ -17,98 +17,31 @@
 #include <vector>
 
 #include "iov/iov.hpp"
+#include "support/blkdev_fixture.hpp"
 #include "support/disk_model.hpp"
 #include "support/model.hpp"
 
 namespace {
 
+using iov_test::blk_extents;
+using iov_test::blk_no_data;
+using iov_test::blk_read;
+using iov_test::blk_read_all;
+using iov_test::blk_write;
 using iov_test::BrdModel;
 using iov_test::Kind;
 using iov_test::Layout;
+using iov_test::make_brd;
 using iov_test::ModelExtent;
 using ::testing::HasSubstr;
 using ::testing::NotNull;
 
 constexpr size_t kPage = 4096;
 
-// The request's buffer, of a given iterator type, cut at random.
-std::unique_ptr<Layout> make_layout(Kind kind, size_t len, std::mt19937_64& rng) {
-  std::vector<iov_test::SegSpec> segs;
-  auto cut = [&](size_t max_offset) {
-    for (iov_test::Segment s : iov_test::random_segments(len, rng, max_offset)) segs.push_back({s.len, s.offset});
-  };
-  switch (kind) {
-    case Kind::ubuf: return Layout::make_ubuf(len, rng() % 2 ? 0 : rng() % kPage);
-    case Kind::xarray: {
-      const size_t start = rng() % 3 * kPage + (rng() % 2 ? 0 : rng() % kPage);
-      return Layout::make_xarray(static_cast<loff_t>(start), len);
-    }
-    case Kind::iovec: cut(kPage - 1); return Layout::make_iovec(segs);
-    case Kind::kvec: cut(kPage - 1); return Layout::make_kvec(segs);
-    default: cut(3 * kPage); return Layout::make_bvec(segs);
-  }
-}
-
-int write(iov::blkdev& dev, Kind kind, uint64_t sector, const std::vector<unsigned char>& data, std::mt19937_64& rng,
-          iov::blk_opf_t flags = 0) {
-  auto l = make_layout(kind, data.size(), rng);
-  l->scatter(data);
-  iov::iov_iter it = l->iter(iov::ITER_SOURCE);
-  iov::blk_request rq{.op = iov::REQ_OP_WRITE, .flags = flags, .sector = sector, .iter = &it};
-  int err = dev.submit(rq);
-  if (!err) {
-    EXPECT_EQ(iov::iov_iter_count(&it), 0u);
-  }
-  EXPECT_TRUE(l->guards_intact());
-  return err;
-}
-
-int read(iov::blkdev& dev, Kind kind, uint64_t sector, size_t len, std::vector<unsigned char>* out,
-         std::mt19937_64& rng) {
-  auto l = make_layout(kind, len, rng);
-  iov::iov_iter it = l->iter(iov::ITER_DEST);
-  iov::blk_request rq{.op = iov::REQ_OP_READ, .sector = sector, .iter = &it};
-  int err = dev.submit(rq);
-  if (!err) {
-    EXPECT_EQ(iov::iov_iter_count(&it), 0u);
-  }
-  EXPECT_TRUE(l->guards_intact());
-  *out = l->gather();
-  return err;
-}
-
-std::vector<unsigned char> read_all(iov::blkdev& dev) {
-  std::vector<unsigned char> buf(dev.get_capacity() * 512, 0x5a);
-  iov::iov_iter it;
-  iov::iov_iter_ubuf(&it, iov::ITER_DEST, buf.data(), buf.size());
-  iov::blk_request rq{.op = iov::REQ_OP_READ, .sector = 0, .iter = &it};
-  EXPECT_EQ(dev.submit(rq), 0);
-  return buf;
-}
-
-int no_data(iov::blkdev& dev, iov::req_op op, uint64_t sector, uint64_t nr, iov::blk_opf_t flags = 0) {
-  iov::blk_request rq{.op = op, .flags = flags, .sector = sector, .nr_sectors = nr};
-  return dev.submit(rq);
-}
-
-std::vector<ModelExtent> extents(iov::blkdev& dev, uint64_t sector, uint64_t nr) {
-  std::vector<iov::blk_extent> map;
-  EXPECT_EQ(dev.map_extents(sector, nr, &map), 0);
-  std::vector<ModelExtent> out;
-  for (const iov::blk_extent& e : map) out.push_back({e.sector, e.nr_sectors, e.flags});
-  return out;
-}
-
 iov_test::ZeroDetect to_model(iov::detect_zeroes dz) {
   return dz == iov::detect_zeroes::off  ? iov_test::ZeroDetect::off
          : dz == iov::detect_zeroes::on ? iov_test::ZeroDetect::on
                                         : iov_test::ZeroDetect::unmap;
-}
-
-std::unique_ptr<iov::brd_device> make_brd(const iov::brd_config& c) {
-  auto dev = iov::brd_device::create(c);
-  EXPECT_TRUE(dev.ok()) << dev.status();
-  return std::move(*dev);
 }
 
 // --- Random sequences against the model ---------------------------------------
@@ -132,9 +65,7 @@ TEST_P(BrdRandom, MatchesModel) {
     const uint64_t cap = dev->get_capacity();
     for (int i = 0; i < 120; i++) {
       SCOPED_TRACE(i);
-      // Every copy form in turn: the device's settings apply per request.
-      dev->set_copy_mode(i & 1 ? iov::copy_mode::legacy : iov::copy_mode::modern);
-      dev->set_iteration(i & 2 ? iov::iteration_mode::outofline : iov::iteration_mode::inlined);
+      iov_test::set_copy_form(*dev, i);
       uint64_t sector, nr;
       if (rng() % 3 == 0) {  // whole pages, where unmap and discard act
         sector = rng() % (cap / 8) * 8;
@@ -147,28 +78,28 @@ TEST_P(BrdRandom, MatchesModel) {
       switch (rng() % 10) {
         case 0: case 1: case 2: case 3: {
           std::vector<unsigned char> data = iov_test::random_blocks(len, rng);
-          ASSERT_EQ(write(*dev, kind, sector, data, rng), 0);
+          ASSERT_EQ(blk_write(*dev, kind, sector, data, rng), 0);
           model.write(sector * 512, data.data(), len);
           break;
         }
         case 4: case 5: case 6: {
           std::vector<unsigned char> got;
-          ASSERT_EQ(read(*dev, kind, sector, len, &got, rng), 0);
+          ASSERT_EQ(blk_read(*dev, kind, sector, len, &got, rng), 0);
           ASSERT_TRUE(std::equal(got.begin(), got.end(), model.bytes().begin() + sector * 512));
           break;
         }
         case 7:
-          ASSERT_EQ(no_data(*dev, iov::REQ_OP_DISCARD, sector, nr), 0);
+          ASSERT_EQ(blk_no_data(*dev, iov::REQ_OP_DISCARD, sector, nr), 0);
           model.discard(sector * 512, len);
           break;
         case 8: {
           bool unmap = rng() % 2;
-          ASSERT_EQ(no_data(*dev, iov::REQ_OP_WRITE_ZEROES, sector, nr, unmap ? 0 : iov::REQ_NOUNMAP), 0);
+          ASSERT_EQ(blk_no_data(*dev, iov::REQ_OP_WRITE_ZEROES, sector, nr, unmap ? 0 : iov::REQ_NOUNMAP), 0);
           model.write_zeroes(sector * 512, len, unmap);
           break;
         }
         default: {
-          ASSERT_EQ(no_data(*dev, iov::REQ_OP_FLUSH, 0, 0), 0);
+          ASSERT_EQ(blk_no_data(*dev, iov::REQ_OP_FLUSH, 0, 0), 0);
           uint32_t crc = static_cast<uint32_t>(rng()), want = model.crc32c(crc, sector * 512, len);
           ASSERT_EQ(dev->crc32c(sector, nr, &crc), 0);
           EXPECT_EQ(crc, want);
@@ -176,18 +107,18 @@ TEST_P(BrdRandom, MatchesModel) {
       }
       ASSERT_EQ(dev->nr_pages(), model.stored_pages());
       if (i % 12 == 11) {
-        ASSERT_EQ(read_all(*dev), model.bytes());
-        ASSERT_EQ(extents(*dev, 0, cap), model.extents(0, cap));
+        ASSERT_EQ(blk_read_all(*dev), model.bytes());
+        ASSERT_EQ(blk_extents(*dev, 0, cap), model.extents(0, cap));
       }
     }
-    EXPECT_EQ(extents(*dev, 3, cap - 5), model.extents(3, cap - 5));
+    EXPECT_EQ(blk_extents(*dev, 3, cap - 5), model.extents(3, cap - 5));
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(
     AllModes, BrdRandom,
     ::testing::Combine(::testing::Values(iov::detect_zeroes::off, iov::detect_zeroes::on, iov::detect_zeroes::unmap),
-                       ::testing::Values(Kind::ubuf, Kind::iovec, Kind::kvec, Kind::bvec, Kind::xarray)),
+                       iov_test::request_kinds()),
     random_name);
 
 // --- Edges of the operations ------------------------------------------------
@@ -196,7 +127,7 @@ TEST(Brd, ReadsOfAbsentPagesAreZeroAndAllocateNothing) {
   auto dev = make_brd({.size = 16 * kPage});
   std::mt19937_64 rng(3);
   std::vector<unsigned char> got;
-  ASSERT_EQ(read(*dev, Kind::iovec, 5, 3 * kPage, &got, rng), 0);
+  ASSERT_EQ(blk_read(*dev, Kind::iovec, 5, 3 * kPage, &got, rng), 0);
   EXPECT_EQ(got, std::vector<unsigned char>(3 * kPage, 0));
   EXPECT_EQ(dev->nr_pages(), 0u);
 }
@@ -205,13 +136,13 @@ TEST(Brd, DiscardFreesOnlyWholePages) {
   auto dev = make_brd({.size = 16 * kPage});
   std::mt19937_64 rng(4);
   std::vector<unsigned char> data(3 * kPage, 0x77);
-  ASSERT_EQ(write(*dev, Kind::ubuf, 0, data, rng), 0);
+  ASSERT_EQ(blk_write(*dev, Kind::ubuf, 0, data, rng), 0);
   ASSERT_EQ(dev->nr_pages(), 3u);
   // Sectors 4..19: the second half of page 0, all of page 1, half of page 2.
-  ASSERT_EQ(no_data(*dev, iov::REQ_OP_DISCARD, 4, 16), 0);
+  ASSERT_EQ(blk_no_data(*dev, iov::REQ_OP_DISCARD, 4, 16), 0);
   EXPECT_EQ(dev->nr_pages(), 2u);
   std::vector<unsigned char> got;
-  ASSERT_EQ(read(*dev, Kind::kvec, 0, 3 * kPage, &got, rng), 0);
+  ASSERT_EQ(blk_read(*dev, Kind::kvec, 0, 3 * kPage, &got, rng), 0);
   for (size_t k = 0; k < got.size(); k++) ASSERT_EQ(got[k], k / kPage == 1 ? 0 : 0x77) << k;
 }
 
@@ -219,10 +150,10 @@ TEST(Brd, WriteZeroesFreesWholePagesUnlessNoUnmap) {
   std::mt19937_64 rng(5);
   for (bool nounmap : {false, true}) {
     auto dev = make_brd({.size = 16 * kPage});
-    ASSERT_EQ(write(*dev, Kind::bvec, 0, std::vector<unsigned char>(4 * kPage, 0x31), rng), 0);
-    ASSERT_EQ(no_data(*dev, iov::REQ_OP_WRITE_ZEROES, 4, 20, nounmap ? iov::REQ_NOUNMAP : 0), 0);
+    ASSERT_EQ(blk_write(*dev, Kind::bvec, 0, std::vector<unsigned char>(4 * kPage, 0x31), rng), 0);
+    ASSERT_EQ(blk_no_data(*dev, iov::REQ_OP_WRITE_ZEROES, 4, 20, nounmap ? iov::REQ_NOUNMAP : 0), 0);
     EXPECT_EQ(dev->nr_pages(), nounmap ? 4u : 2u);  // pages 1 and 2 lie wholly in sectors 4..23
-    std::vector<unsigned char> got = read_all(*dev);
+    std::vector<unsigned char> got = blk_read_all(*dev);
     for (size_t k = 0; k < 4 * kPage; k++) ASSERT_EQ(got[k], k >= 4 * 512 && k < 24 * 512 ? 0 : 0x31) << k;
   }
 }
@@ -232,13 +163,13 @@ TEST(Brd, ZeroDetectionOnStoresNothingForZerosInAbsentPages) {
   std::mt19937_64 rng(6);
   std::vector<unsigned char> data(2 * kPage, 0);
   data[kPage + 100] = 9;  // the second page has data
-  ASSERT_EQ(write(*dev, Kind::iovec, 0, data, rng), 0);
+  ASSERT_EQ(blk_write(*dev, Kind::iovec, 0, data, rng), 0);
   EXPECT_EQ(dev->nr_pages(), 1u);
   // Zeros over a stored page are written (it stays, now all zero).
-  ASSERT_EQ(write(*dev, Kind::ubuf, 8, std::vector<unsigned char>(kPage, 0), rng), 0);
+  ASSERT_EQ(blk_write(*dev, Kind::ubuf, 8, std::vector<unsigned char>(kPage, 0), rng), 0);
   EXPECT_EQ(dev->nr_pages(), 1u);
-  EXPECT_EQ(read_all(*dev), std::vector<unsigned char>(16 * kPage, 0));
-  EXPECT_EQ(extents(*dev, 0, 24), (std::vector<ModelExtent>{{0, 8, iov_test::kHole | iov_test::kZero},
+  EXPECT_EQ(blk_read_all(*dev), std::vector<unsigned char>(16 * kPage, 0));
+  EXPECT_EQ(blk_extents(*dev, 0, 24), (std::vector<ModelExtent>{{0, 8, iov_test::kHole | iov_test::kZero},
                                                             {8, 8, iov_test::kZero},
                                                             {16, 8, iov_test::kHole | iov_test::kZero}}));
 }
@@ -246,12 +177,12 @@ TEST(Brd, ZeroDetectionOnStoresNothingForZerosInAbsentPages) {
 TEST(Brd, ZeroDetectionUnmapFreesPagesAZeroWriteCoversWhole) {
   auto dev = make_brd({.size = 16 * kPage, .detect_zeroes = iov::detect_zeroes::unmap});
   std::mt19937_64 rng(7);
-  ASSERT_EQ(write(*dev, Kind::kvec, 0, std::vector<unsigned char>(3 * kPage, 0xee), rng), 0);
+  ASSERT_EQ(blk_write(*dev, Kind::kvec, 0, std::vector<unsigned char>(3 * kPage, 0xee), rng), 0);
   ASSERT_EQ(dev->nr_pages(), 3u);
   // Zeros from sector 4 to 20: page 1 whole (freed), halves of pages 0 and 2 (cleared).
-  ASSERT_EQ(write(*dev, Kind::bvec, 4, std::vector<unsigned char>(16 * 512, 0), rng), 0);
+  ASSERT_EQ(blk_write(*dev, Kind::bvec, 4, std::vector<unsigned char>(16 * 512, 0), rng), 0);
   EXPECT_EQ(dev->nr_pages(), 2u);
-  std::vector<unsigned char> got = read_all(*dev);
+  std::vector<unsigned char> got = blk_read_all(*dev);
   for (size_t k = 0; k < 3 * kPage; k++) ASSERT_EQ(got[k], k >= 4 * 512 && k < 20 * 512 ? 0 : 0xee) << k;
 }
 
@@ -260,12 +191,12 @@ TEST(Brd, DeviceEndingInsideAPage) {
   auto dev = make_brd({.size = kSize, .detect_zeroes = iov::detect_zeroes::unmap});
   std::mt19937_64 rng(8);
   ASSERT_EQ(dev->get_capacity(), kSize / 512);
-  ASSERT_EQ(write(*dev, Kind::xarray, 16, std::vector<unsigned char>(1024, 0x42), rng), 0);
+  ASSERT_EQ(blk_write(*dev, Kind::xarray, 16, std::vector<unsigned char>(1024, 0x42), rng), 0);
   EXPECT_EQ(dev->nr_pages(), 1u);
-  ASSERT_EQ(no_data(*dev, iov::REQ_OP_DISCARD, 0, dev->get_capacity()), 0);
+  ASSERT_EQ(blk_no_data(*dev, iov::REQ_OP_DISCARD, 0, dev->get_capacity()), 0);
   EXPECT_EQ(dev->nr_pages(), 1u);  // the partial last page is never whole
-  ASSERT_EQ(no_data(*dev, iov::REQ_OP_WRITE_ZEROES, 16, 2), 0);
-  EXPECT_EQ(read_all(*dev), std::vector<unsigned char>(kSize, 0));
+  ASSERT_EQ(blk_no_data(*dev, iov::REQ_OP_WRITE_ZEROES, 16, 2), 0);
+  EXPECT_EQ(blk_read_all(*dev), std::vector<unsigned char>(kSize, 0));
 }
 
 TEST(Brd, AnXarrayHoleEndsTheTransferWithEfault) {
@@ -281,10 +212,10 @@ TEST(Brd, AnXarrayHoleEndsTheTransferWithEfault) {
 TEST(Brd, FreeAllPagesEmptiesTheDisk) {
   auto dev = make_brd({.size = 16 * kPage});
   std::mt19937_64 rng(10);
-  ASSERT_EQ(write(*dev, Kind::ubuf, 0, std::vector<unsigned char>(5 * kPage, 1), rng), 0);
+  ASSERT_EQ(blk_write(*dev, Kind::ubuf, 0, std::vector<unsigned char>(5 * kPage, 1), rng), 0);
   dev->free_all_pages();
   EXPECT_EQ(dev->nr_pages(), 0u);
-  EXPECT_EQ(read_all(*dev), std::vector<unsigned char>(16 * kPage, 0));
+  EXPECT_EQ(blk_read_all(*dev), std::vector<unsigned char>(16 * kPage, 0));
 }
 
 // --- Rejected requests change nothing ---------------------------------------
@@ -295,20 +226,11 @@ TEST(Brd, BadRequestsChangeNothing) {
   std::mt19937_64 rng(11);
   std::vector<unsigned char> data = iov_test::random_blocks(5 * kPage, rng);
   data[100] = 1;  // page 0 has data
-  ASSERT_EQ(write(*dev, Kind::ubuf, 0, data, rng), 0);
-  const std::vector<unsigned char> before = read_all(*dev);
-  const uint64_t pages = dev->nr_pages(), cap = dev->get_capacity();
+  ASSERT_EQ(blk_write(*dev, Kind::ubuf, 0, data, rng), 0);
+  const std::vector<unsigned char> before = blk_read_all(*dev);
+  const uint64_t cap = dev->get_capacity();
   std::vector<unsigned char> buf(3 * kPage, 0xcd);
-
-  struct Bad {
-    const char* what;
-    iov::req_op op;
-    uint64_t sector, nr;
-    size_t len;
-    unsigned dir;
-    int err;
-  };
-  const Bad cases[] = {
+  const std::vector<iov_test::BadRequest> cases = {
       {"read past the end", iov::REQ_OP_READ, cap - 1, 0, 1024, iov::ITER_DEST, -EIO},
       {"write at the end", iov::REQ_OP_WRITE, cap, 0, 512, iov::ITER_SOURCE, -EIO},
       {"write from far away", iov::REQ_OP_WRITE, ~uint64_t{0} - 1, 0, 1024, iov::ITER_SOURCE, -EIO},
@@ -322,37 +244,25 @@ TEST(Brd, BadRequestsChangeNothing) {
       {"zone append", iov::REQ_OP_ZONE_APPEND, 0, 0, 512, iov::ITER_SOURCE, -EOPNOTSUPP},
       {"zone reset", iov::REQ_OP_ZONE_RESET, 0, 0, 0, 0, -EOPNOTSUPP},
   };
-  for (const Bad& b : cases) {
-    SCOPED_TRACE(b.what);
-    iov::iov_iter it;
-    iov::iov_iter_ubuf(&it, b.dir, buf.data(), b.len);
-    iov::blk_request rq{.op = b.op, .sector = b.sector, .nr_sectors = b.nr, .iter = b.len ? &it : nullptr};
-    EXPECT_EQ(dev->submit(rq), b.err);
-    ASSERT_THAT(rq.error, NotNull());
-    EXPECT_FALSE(iov::blk_status(b.err, rq.error).ok());
-    EXPECT_THAT(std::string(iov::blk_status(b.err, rq.error).message()), HasSubstr(rq.error));
-    EXPECT_EQ(iov::iov_iter_count(&it), b.len);  // not advanced
-    EXPECT_EQ(dev->nr_pages(), pages);
-    ASSERT_EQ(read_all(*dev), before);
-  }
+  ASSERT_NO_FATAL_FAILURE(iov_test::expect_refused_unchanged(*dev, cases, buf));
   iov::blk_request no_iter{.op = iov::REQ_OP_READ};
   EXPECT_EQ(dev->submit(no_iter), -EINVAL);
   EXPECT_EQ(buf, std::vector<unsigned char>(3 * kPage, 0xcd));  // no rejected read wrote into it
-  EXPECT_EQ(read_all(*dev), before);
+  EXPECT_EQ(blk_read_all(*dev), before);
 }
 
 TEST(Brd, BudgetCountsOnlyPagesAWriteAdds) {
   auto dev = make_brd({.size = 16 * kPage, .detect_zeroes = iov::detect_zeroes::on, .max_pages = 2});
   std::mt19937_64 rng(12);
-  ASSERT_EQ(write(*dev, Kind::ubuf, 0, std::vector<unsigned char>(2 * kPage, 3), rng), 0);
+  ASSERT_EQ(blk_write(*dev, Kind::ubuf, 0, std::vector<unsigned char>(2 * kPage, 3), rng), 0);
   ASSERT_EQ(dev->nr_pages(), 2u);
   // Overwriting stored pages and writing zeros to absent ones need no page.
-  ASSERT_EQ(write(*dev, Kind::iovec, 4, std::vector<unsigned char>(kPage, 4), rng), 0);
-  ASSERT_EQ(write(*dev, Kind::kvec, 16, std::vector<unsigned char>(6 * kPage, 0), rng), 0);
+  ASSERT_EQ(blk_write(*dev, Kind::iovec, 4, std::vector<unsigned char>(kPage, 4), rng), 0);
+  ASSERT_EQ(blk_write(*dev, Kind::kvec, 16, std::vector<unsigned char>(6 * kPage, 0), rng), 0);
   std::vector<unsigned char> one(512, 1);
-  EXPECT_EQ(write(*dev, Kind::ubuf, 16, one, rng), -ENOSPC);
-  ASSERT_EQ(no_data(*dev, iov::REQ_OP_DISCARD, 0, 8), 0);
-  EXPECT_EQ(write(*dev, Kind::ubuf, 16, one, rng), 0);
+  EXPECT_EQ(blk_write(*dev, Kind::ubuf, 16, one, rng), -ENOSPC);
+  ASSERT_EQ(blk_no_data(*dev, iov::REQ_OP_DISCARD, 0, 8), 0);
+  EXPECT_EQ(blk_write(*dev, Kind::ubuf, 16, one, rng), 0);
   EXPECT_EQ(dev->nr_pages(), 2u);
 }
 
@@ -364,7 +274,7 @@ TEST(Brd, CrcOfHolesEqualsTheCrcOfZeros) {
   std::mt19937_64 rng(13);
   std::vector<unsigned char> data = iov_test::random_blocks(3 * kPage, rng);
   data[0] = 1;  // the first page holds data whatever random_blocks chose
-  ASSERT_EQ(write(*dev, Kind::ubuf, 1001, data, rng), 0);
+  ASSERT_EQ(blk_write(*dev, Kind::ubuf, 1001, data, rng), 0);
   std::vector<unsigned char> flat(kSize, 0);
   std::memcpy(&flat[1001 * 512], data.data(), data.size());
   for (uint32_t seed : {0u, ~0u, 0x1234567u}) {

@@ -26,9 +26,13 @@
 #include "iov/iov.hpp"
 #include "iov_drivers/brd.hpp"
 #include "iov_drivers/null_blk.hpp"
+#include "support/blkdev_fixture.hpp"
 #include "support/disk_model.hpp"
 
 namespace {
+
+using iov_test::blk_no_data;
+using iov_test::make_brd;
 
 constexpr size_t kPage = 4096;
 constexpr uint64_t kMiB = 1 << 20;
@@ -52,22 +56,11 @@ int readv(iov::blkdev& dev, uint64_t sector, unsigned char* buf, size_t len) {
   return dev.submit(rq);
 }
 
-int no_data(iov::blkdev& dev, iov::req_op op, uint64_t sector = 0, uint64_t nr = 0, iov::blk_opf_t flags = 0) {
-  iov::blk_request rq{.op = op, .flags = flags, .sector = sector, .nr_sectors = nr};
-  return dev.submit(rq);
-}
-
 template <class F>
 void run_threads(int n, F&& f) {
   std::vector<std::thread> threads;
   for (int t = 0; t < n; t++) threads.emplace_back(f, t);
   for (std::thread& th : threads) th.join();
-}
-
-std::unique_ptr<iov::brd_device> make_brd(const iov::brd_config& c) {
-  auto dev = iov::brd_device::create(c);
-  EXPECT_TRUE(dev.ok());
-  return std::move(*dev);
 }
 
 // A sector that says who wrote it: writer, sequence number and its own
@@ -111,8 +104,7 @@ TEST(DriversConcurrent, BrdDisjointRangesMatchTheirModels) {
     std::vector<unsigned char> buf;
     for (int i = 0; i < 150 && !failed; i++) {
       if (t == 0) {  // the settings change under everyone's feet: each request reads them once
-        dev->set_copy_mode(i & 1 ? iov::copy_mode::legacy : iov::copy_mode::modern);
-        dev->set_iteration(i & 2 ? iov::iteration_mode::outofline : iov::iteration_mode::inlined);
+        iov_test::set_copy_form(*dev, i);
       }
       const bool whole = rng() % 3 == 0;
       uint64_t off = whole ? rng() % (slice_sectors / 8) * 8 : rng() % slice_sectors;
@@ -134,10 +126,10 @@ TEST(DriversConcurrent, BrdDisjointRangesMatchTheirModels) {
           break;
         case 4:
           if (rng() % 2) {
-            if (no_data(*dev, iov::REQ_OP_DISCARD, sector, nr)) failed = true;
+            if (blk_no_data(*dev, iov::REQ_OP_DISCARD, sector, nr)) failed = true;
             model.discard(sector * 512, len);
           } else {
-            if (no_data(*dev, iov::REQ_OP_WRITE_ZEROES, sector, nr)) failed = true;
+            if (blk_no_data(*dev, iov::REQ_OP_WRITE_ZEROES, sector, nr)) failed = true;
             model.write_zeroes(sector * 512, len, true);
           }
           break;
@@ -227,10 +219,10 @@ TEST(DriversConcurrent, BrdPagesFreedUnderReadersStayValid) {
           break;
         }
         case 2:  // discard
-          if (no_data(*dev, iov::REQ_OP_DISCARD, page * 8, npages * 8)) failed = true;
+          if (blk_no_data(*dev, iov::REQ_OP_DISCARD, page * 8, npages * 8)) failed = true;
           break;
         case 3:  // unmapping write zeroes, and zero writes that unmap
-          if (i % 2 ? no_data(*dev, iov::REQ_OP_WRITE_ZEROES, page * 8, npages * 8)
+          if (i % 2 ? blk_no_data(*dev, iov::REQ_OP_WRITE_ZEROES, page * 8, npages * 8)
                     : rw(*dev, iov::REQ_OP_WRITE, page * 8, zeros.data(), npages * kPage))
             failed = true;
           break;
@@ -277,7 +269,7 @@ TEST(DriversConcurrent, NullBlkCacheOverlappingWritersReadersDiscardsFlushes) {
             if (!sector_ok(&buf[k * 512], s + k)) failed = true;
           break;
         default:  // discards and flushes
-          if (no_data(dev, i % 3 ? iov::REQ_OP_DISCARD : iov::REQ_OP_FLUSH, s, i % 3 ? nr : 0)) failed = true;
+          if (blk_no_data(dev, i % 3 ? iov::REQ_OP_DISCARD : iov::REQ_OP_FLUSH, s, i % 3 ? nr : 0)) failed = true;
       }
     }
   });
@@ -285,7 +277,7 @@ TEST(DriversConcurrent, NullBlkCacheOverlappingWritersReadersDiscardsFlushes) {
   std::vector<unsigned char> all(2 * kMiB);
   ASSERT_EQ(rw(dev, iov::REQ_OP_READ, 0, all.data(), all.size()), 0);
   for (uint64_t s = 0; s < kSectors; s++) ASSERT_TRUE(sector_ok(&all[s * 512], s)) << s;
-  ASSERT_EQ(no_data(dev, iov::REQ_OP_FLUSH), 0);
+  ASSERT_EQ(blk_no_data(dev, iov::REQ_OP_FLUSH), 0);
   EXPECT_EQ(dev.cache_bytes(), 0u);
   std::vector<unsigned char> after(2 * kMiB);
   ASSERT_EQ(rw(dev, iov::REQ_OP_READ, 0, after.data(), after.size()), 0);
@@ -322,7 +314,7 @@ TEST(DriversConcurrent, NullBlkZonedAppendsFromManyThreads) {
         const uint64_t zone = 3 + rng() % 4;
         iov::req_op ops[] = {iov::REQ_OP_ZONE_OPEN, iov::REQ_OP_ZONE_CLOSE, iov::REQ_OP_ZONE_FINISH,
                              iov::REQ_OP_ZONE_RESET};
-        no_data(dev, ops[rng() % 4], zone * Z);  // errors are legitimate here
+        blk_no_data(dev, ops[rng() % 4], zone * Z);  // errors are legitimate here
         std::memset(buf.data(), 0x5c, 8 * 512);
         rw(dev, iov::REQ_OP_WRITE, zone * Z, buf.data(), 8 * 512);
       } else {  // reports and services alongside
@@ -331,7 +323,7 @@ TEST(DriversConcurrent, NullBlkZonedAppendsFromManyThreads) {
         uint32_t crc = 0;
         std::vector<iov::blk_extent> map;
         if (dev.crc32c(0, 8 * Z, &crc) || dev.map_extents(Z, 2 * Z, &map)) failed = true;
-        if (no_data(dev, iov::REQ_OP_FLUSH)) failed = true;
+        if (blk_no_data(dev, iov::REQ_OP_FLUSH)) failed = true;
       }
     }
   });

@@ -3,12 +3,14 @@
 // bytes asked for, verify passing on good data and naming the offset of a
 // corrupted block, and the program's exit status and JSON.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
-#include <cstdio>
 #include <string>
 #include <vector>
 
 #include "fio/job.hpp"
+#include "iov_drivers/null_blk.hpp"
+#include "support/run_command.hpp"
 
 namespace {
 
@@ -63,8 +65,22 @@ TEST(FioOptions, ParsesEveryOption) {
   EXPECT_TRUE(o->prefill);
   EXPECT_EQ(o->rwmixread, 70u);
   EXPECT_EQ(setting(*o, "blocksize"), "4096");
-  EXPECT_EQ(setting(*o, "memory_backed"), "1");  // null_blk is memory-backed in the programs
   EXPECT_EQ(setting(*o, "size"), std::to_string(16u << 20));
+  // The settings make the device asked for: null_blk is memory-backed in the
+  // programs unless --memory_backed=0 says otherwise.
+  auto dev = iov::blkdev_create(o->driver, o->settings);
+  ASSERT_TRUE(dev.ok()) << dev.status();
+  auto* nullb = dynamic_cast<iov::nullb_device*>(dev->get());
+  ASSERT_NE(nullb, nullptr);
+  EXPECT_TRUE(nullb->config().memory_backed);
+  EXPECT_EQ(nullb->config().blocksize, 4096u);
+  EXPECT_EQ(nullb->config().cache_size, 4u);
+  EXPECT_EQ(nullb->get_capacity(), (16u << 20) / 512);
+  auto off = parse({"--driver=null_blk", "--memory_backed=0"});
+  ASSERT_TRUE(off.ok()) << off.status();
+  auto dev_off = iov::blkdev_create(off->driver, off->settings);
+  ASSERT_TRUE(dev_off.ok()) << dev_off.status();
+  EXPECT_FALSE(dynamic_cast<iov::nullb_device&>(**dev_off).config().memory_backed);
 }
 
 TEST(FioOptions, BadOptionsAreClearErrors) {
@@ -166,15 +182,9 @@ TEST(FioRun, ARefusedRequestIsReported) {
 }
 
 #ifdef IOV_FIO_PATH
+// iov-fio with args; its stdout and stderr.
 std::string run_program(const std::string& args, int* status) {
-  FILE* p = popen((std::string(IOV_FIO_PATH) + " " + args + " 2>&1").c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0)
-    out.append(buf, n);
-  *status = pclose(p);
-  return out;
+  return iov_test::run_command(std::string(IOV_FIO_PATH) + " " + args + " 2>&1", status);
 }
 
 TEST(FioProgram, PrintsFioStyleResultsAndExitStatus) {

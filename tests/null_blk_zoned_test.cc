@@ -6,78 +6,46 @@
 // cache, for each request iterator type; rejected requests change nothing.
 //
 //   ctest -R null_blk_zoned_test
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <memory>
 #include <random>
-#include <tuple>
 #include <vector>
 
 #include "iov/iov.hpp"
 #include "iov_drivers/null_blk.hpp"
+#include "support/blkdev_fixture.hpp"
 #include "support/disk_model.hpp"
 #include "support/model.hpp"
 
 namespace {
 
+using iov_test::blk_extents;
+using iov_test::blk_no_data;
+using iov_test::blk_read;
+using iov_test::blk_write;
+using iov_test::blk_zone_append;
 using iov_test::Kind;
-using iov_test::Layout;
-using iov_test::ModelExtent;
+using iov_test::make_nullb;
 using iov_test::NullBlkModel;
 using iov_test::ZoneOp;
-using ::testing::NotNull;
 
-constexpr size_t kPage = 4096;
 constexpr uint64_t kMiB = 1 << 20;
 constexpr uint64_t Z = 2048;  // sectors in a 1 MiB zone
 
-std::unique_ptr<Layout> make_layout(Kind kind, size_t len, std::mt19937_64& rng) {
-  std::vector<iov_test::SegSpec> segs;
-  auto cut = [&](size_t max_offset) {
-    for (iov_test::Segment s : iov_test::random_segments(len, rng, max_offset)) segs.push_back({s.len, s.offset});
-  };
-  switch (kind) {
-    case Kind::ubuf: return Layout::make_ubuf(len, rng() % 2 ? 0 : rng() % kPage);
-    case Kind::xarray: {
-      const size_t start = rng() % 3 * kPage + (rng() % 2 ? 0 : rng() % kPage);
-      return Layout::make_xarray(static_cast<loff_t>(start), len);
-    }
-    case Kind::iovec: cut(kPage - 1); return Layout::make_iovec(segs);
-    case Kind::kvec: cut(kPage - 1); return Layout::make_kvec(segs);
-    default: cut(3 * kPage); return Layout::make_bvec(segs);
-  }
-}
-
-// A WRITE (or ZONE_APPEND) of data; *where gets the request's sector afterwards.
-int write(iov::blkdev& dev, Kind kind, uint64_t sector, const std::vector<unsigned char>& data, std::mt19937_64& rng,
-          bool append = false, uint64_t* where = nullptr) {
-  auto l = make_layout(kind, data.size(), rng);
-  l->scatter(data);
-  iov::iov_iter it = l->iter(iov::ITER_SOURCE);
-  iov::blk_request rq{.op = append ? iov::REQ_OP_ZONE_APPEND : iov::REQ_OP_WRITE, .sector = sector, .iter = &it};
-  int err = dev.submit(rq);
-  if (err) {
-    EXPECT_THAT(rq.error, NotNull());
-  }
-  if (where) *where = rq.sector;
-  return err;
-}
-
+// A WRITE, or a ZONE_APPEND whose sector *where gets, of nr sectors of `byte`.
 int write_fill(iov::blkdev& dev, uint64_t sector, uint64_t nr, unsigned char byte, uint64_t* where = nullptr,
                bool append = false) {
   std::mt19937_64 rng(sector);
-  return write(dev, Kind::ubuf, sector, std::vector<unsigned char>(nr * 512, byte), rng, append, where);
+  const std::vector<unsigned char> data(nr * 512, byte);
+  return append ? blk_zone_append(dev, Kind::ubuf, sector, data, rng, where)
+                : blk_write(dev, Kind::ubuf, sector, data, rng);
 }
 
 std::vector<unsigned char> read(iov::blkdev& dev, Kind kind, uint64_t sector, size_t len, std::mt19937_64& rng) {
-  auto l = make_layout(kind, len, rng);
-  iov::iov_iter it = l->iter(iov::ITER_DEST);
-  iov::blk_request rq{.op = iov::REQ_OP_READ, .sector = sector, .iter = &it};
-  EXPECT_EQ(dev.submit(rq), 0);
-  EXPECT_EQ(iov::iov_iter_count(&it), 0u);
-  EXPECT_TRUE(l->guards_intact());
-  return l->gather();
+  std::vector<unsigned char> out;
+  EXPECT_EQ(blk_read(dev, kind, sector, len, &out, rng), 0);
+  return out;
 }
 
 std::vector<unsigned char> read_range(iov::blkdev& dev, uint64_t sector, uint64_t nr) {
@@ -95,14 +63,7 @@ iov::req_op op_of(ZoneOp op) {
   }
 }
 
-int mgmt(iov::blkdev& dev, ZoneOp op, uint64_t sector) {
-  iov::blk_request rq{.op = op_of(op), .sector = sector};
-  int err = dev.submit(rq);
-  if (err) {
-    EXPECT_THAT(rq.error, NotNull());
-  }
-  return err;
-}
+int mgmt(iov::blkdev& dev, ZoneOp op, uint64_t sector) { return blk_no_data(dev, op_of(op), sector); }
 
 iov::blk_zone zone(iov::blkdev& dev, unsigned n) {
   std::vector<iov::blk_zone> zones;
@@ -126,12 +87,6 @@ void expect_zones(iov::blkdev& dev, const NullBlkModel& model) {
   }
 }
 
-std::unique_ptr<iov::nullb_device> make_zoned(const iov::null_blk_config& c) {
-  auto dev = iov::nullb_device::create(c);
-  EXPECT_TRUE(dev.ok()) << dev.status();
-  return std::move(*dev);
-}
-
 NullBlkModel model_of(const iov::nullb_device& dev) {
   const iov::null_blk_config& c = dev.config();  // after the device's adjustments
   return NullBlkModel({.size = c.size, .blocksize = c.blocksize, .zoned = true, .zone_sectors = c.zone_size * Z,
@@ -144,7 +99,7 @@ std::vector<unsigned char> bytes(size_t n, unsigned char b) { return std::vector
 // --- The state machine ----------------------------------------------------------
 
 TEST(NullBlkZoned, InitialZones) {
-  auto dev = make_zoned({.size = 8 * kMiB, .memory_backed = true, .zoned = true, .zone_size = 1, .zone_nr_conv = 2});
+  auto dev = make_nullb({.size = 8 * kMiB, .memory_backed = true, .zoned = true, .zone_size = 1, .zone_nr_conv = 2});
   EXPECT_EQ(dev->nr_zones(), 8u);
   EXPECT_TRUE(dev->limits().features & iov::BLK_FEAT_ZONED);
   EXPECT_EQ(dev->limits().chunk_sectors, Z);
@@ -161,7 +116,7 @@ TEST(NullBlkZoned, InitialZones) {
 }
 
 TEST(NullBlkZoned, TransitionsAndErrors) {
-  auto dev = make_zoned({.size = 8 * kMiB, .memory_backed = true, .zoned = true, .zone_size = 1, .zone_nr_conv = 2});
+  auto dev = make_nullb({.size = 8 * kMiB, .memory_backed = true, .zoned = true, .zone_size = 1, .zone_nr_conv = 2});
   const uint64_t z2 = 2 * Z, z3 = 3 * Z;
   ASSERT_EQ(write_fill(*dev, z2, 8, 0x21), 0);
   EXPECT_EQ(zone(*dev, 2).cond, iov::BLK_ZONE_COND_IMP_OPEN);
@@ -212,7 +167,7 @@ TEST(NullBlkZoned, TransitionsAndErrors) {
 }
 
 TEST(NullBlkZoned, AppendReturnsWhereTheDataWent) {
-  auto dev = make_zoned({.size = 8 * kMiB, .memory_backed = true, .zoned = true, .zone_size = 1, .zone_nr_conv = 2});
+  auto dev = make_nullb({.size = 8 * kMiB, .memory_backed = true, .zoned = true, .zone_size = 1, .zone_nr_conv = 2});
   uint64_t where = 0;
   ASSERT_EQ(write_fill(*dev, 4 * Z, 16, 0x41, &where, true), 0);
   EXPECT_EQ(where, 4 * Z);
@@ -230,7 +185,7 @@ TEST(NullBlkZoned, AppendReturnsWhereTheDataWent) {
 }
 
 TEST(NullBlkZoned, WritesAcrossZones) {
-  auto dev = make_zoned({.size = 8 * kMiB, .memory_backed = true, .zoned = true, .zone_size = 1, .zone_nr_conv = 2});
+  auto dev = make_nullb({.size = 8 * kMiB, .memory_backed = true, .zoned = true, .zone_size = 1, .zone_nr_conv = 2});
   EXPECT_EQ(write_fill(*dev, Z - 8, 16, 7), 0);        // conventional into conventional
   EXPECT_EQ(write_fill(*dev, 2 * Z - 8, 16, 7), -EINVAL);  // conventional into sequential
   EXPECT_EQ(write_fill(*dev, 2 * Z, Z + 8, 7), -EIO);     // past the zone's capacity
@@ -246,7 +201,7 @@ TEST(NullBlkZoned, WritesAcrossZones) {
 
 TEST(NullBlkZoned, ZoneCapacityBelowZoneSize) {
   // 2 MiB zones holding 1 MiB each; the last zone is 1 MiB long.
-  auto dev = make_zoned({.size = 5 * kMiB, .blocksize = 4096, .memory_backed = true, .zoned = true,
+  auto dev = make_nullb({.size = 5 * kMiB, .blocksize = 4096, .memory_backed = true, .zoned = true,
                          .zone_size = 2, .zone_capacity = 1});
   EXPECT_EQ(dev->nr_zones(), 3u);
   EXPECT_EQ(zone(*dev, 2).len, Z);
@@ -266,7 +221,7 @@ TEST(NullBlkZoned, ZoneCapacityBelowZoneSize) {
 // --- Open and active limits (ZBC / ZNS resource management) ---------------------
 
 TEST(NullBlkZoned, OpenLimitClosesImplicitlyOpenZonesRoundRobin) {
-  auto dev = make_zoned({.size = 8 * kMiB, .zoned = true, .zone_size = 1, .zone_max_open = 2});
+  auto dev = make_nullb({.size = 8 * kMiB, .zoned = true, .zone_size = 1, .zone_max_open = 2});
   NullBlkModel model = model_of(*dev);
   uint64_t where;
   auto both_write = [&](unsigned z) {
@@ -304,7 +259,7 @@ TEST(NullBlkZoned, OpenLimitClosesImplicitlyOpenZonesRoundRobin) {
 }
 
 TEST(NullBlkZoned, ActiveLimit) {
-  auto dev = make_zoned({.size = 8 * kMiB, .zoned = true, .zone_size = 1, .zone_max_active = 3});
+  auto dev = make_nullb({.size = 8 * kMiB, .zoned = true, .zone_size = 1, .zone_max_active = 3});
   EXPECT_EQ(dev->config().zone_max_open, 0u);
   for (unsigned z : {0u, 1u, 2u}) ASSERT_EQ(write_fill(*dev, z * Z, 8, 1), 0);
   EXPECT_EQ(write_fill(*dev, 3 * Z, 8, 1), -EOVERFLOW);
@@ -318,23 +273,23 @@ TEST(NullBlkZoned, ActiveLimit) {
 }
 
 TEST(NullBlkZoned, LimitsAreAdjustedAsTheKernelDoes) {
-  auto a = make_zoned({.size = 8 * kMiB, .zoned = true, .zone_size = 1, .zone_nr_conv = 9,
+  auto a = make_nullb({.size = 8 * kMiB, .zoned = true, .zone_size = 1, .zone_nr_conv = 9,
                        .zone_max_open = 5, .zone_max_active = 3});
   EXPECT_EQ(a->config().zone_nr_conv, 7u);       // at least one sequential zone
   EXPECT_EQ(a->config().zone_max_active, 0u);    // >= the sequential zones: no limit
   EXPECT_EQ(a->config().zone_max_open, 0u);
-  auto b = make_zoned({.size = 8 * kMiB, .zoned = true, .zone_size = 1, .zone_max_open = 5, .zone_max_active = 3});
+  auto b = make_nullb({.size = 8 * kMiB, .zoned = true, .zone_size = 1, .zone_max_open = 5, .zone_max_active = 3});
   EXPECT_EQ(b->config().zone_max_open, 3u);  // no more open than active
 }
 
 // --- Rejected requests change nothing -----------------------------------------
 
 TEST(NullBlkZoned, BadRequestsChangeNothing) {
-  auto dev = make_zoned({.size = 4 * kMiB, .memory_backed = true, .zoned = true, .zone_size = 1,
+  auto dev = make_nullb({.size = 4 * kMiB, .memory_backed = true, .zoned = true, .zone_size = 1,
                          .zone_nr_conv = 1, .max_pages = 40});
   std::mt19937_64 rng(3);
-  ASSERT_EQ(write(*dev, Kind::ubuf, 0, iov_test::random_blocks(64 * 512, rng), rng), 0);
-  ASSERT_EQ(write(*dev, Kind::ubuf, Z, iov_test::random_blocks(64 * 512, rng), rng), 0);
+  ASSERT_EQ(blk_write(*dev, Kind::ubuf, 0, iov_test::random_blocks(64 * 512, rng), rng), 0);
+  ASSERT_EQ(blk_write(*dev, Kind::ubuf, Z, iov_test::random_blocks(64 * 512, rng), rng), 0);
   ASSERT_EQ(mgmt(*dev, ZoneOp::finish, 3 * Z), 0);
   const std::vector<unsigned char> before = read_range(*dev, 0, dev->get_capacity());
   std::vector<iov::blk_zone> zones_before;
@@ -367,14 +322,7 @@ TEST(NullBlkZoned, BadRequestsChangeNothing) {
 
 // --- Random sequences against the model ---------------------------------------
 
-using RandomParam = std::tuple<unsigned /*blocksize*/, bool /*cache*/, Kind>;
-
-std::string random_name(const ::testing::TestParamInfo<RandomParam>& info) {
-  return "bs" + std::to_string(std::get<0>(info.param)) + (std::get<1>(info.param) ? "_cache_" : "_nocache_") +
-         iov_test::kind_name(std::get<2>(info.param));
-}
-
-class NullBlkZonedRandom : public ::testing::TestWithParam<RandomParam> {};
+class NullBlkZonedRandom : public ::testing::TestWithParam<iov_test::NullBlkRandomParam> {};
 
 TEST_P(NullBlkZonedRandom, MatchesModel) {
   const auto [bs, cache, kind] = GetParam();
@@ -390,14 +338,13 @@ TEST_P(NullBlkZonedRandom, MatchesModel) {
   for (uint64_t seed : iov_test::test_seeds({1})) {
     SCOPED_TRACE(seed);
     std::mt19937_64 rng(seed * 31 + bs + cache + static_cast<int>(kind));
-    auto dev = make_zoned(c);
+    auto dev = make_nullb(c);
     NullBlkModel model = model_of(*dev);
     const uint64_t cap = dev->get_capacity(), step = bs / 512, zsects = dev->limits().chunk_sectors;
     const unsigned nr_zones = dev->nr_zones();
     for (int i = 0; i < 70; i++) {
       SCOPED_TRACE(i);
-      dev->set_copy_mode(i & 1 ? iov::copy_mode::legacy : iov::copy_mode::modern);
-      dev->set_iteration(i & 2 ? iov::iteration_mode::outofline : iov::iteration_mode::inlined);
+      iov_test::set_copy_form(*dev, i);
       const unsigned zn = rng() % nr_zones;
       const iov_test::ModelZone& mz = model.zones()[zn];
       const uint64_t nr = std::min<uint64_t>(step * (1 + (rng() % 4 ? rng() % 16 : rng() % (96 * 1024 / bs))),
@@ -410,14 +357,14 @@ TEST_P(NullBlkZonedRandom, MatchesModel) {
           std::vector<unsigned char> data = iov_test::random_blocks(n * 512, rng);
           uint64_t want_where;
           int want = model.write(sector, data.data(), data.size(), false, &want_where);
-          ASSERT_EQ(write(*dev, kind, sector, data, rng), want);
+          ASSERT_EQ(blk_write(*dev, kind, sector, data, rng), want);
           break;
         }
         case 5: {
           std::vector<unsigned char> data = iov_test::random_blocks(nr * 512, rng);
           uint64_t where = 0, want_where = 0;
           int want = model.write(mz.start, data.data(), data.size(), true, &want_where);
-          ASSERT_EQ(write(*dev, kind, mz.start, data, rng, true, &where), want);
+          ASSERT_EQ(blk_zone_append(*dev, kind, mz.start, data, rng, &where), want);
           if (!want) {
             EXPECT_EQ(where, want_where);
           }
@@ -447,20 +394,13 @@ TEST_P(NullBlkZonedRandom, MatchesModel) {
       ASSERT_NO_FATAL_FAILURE(expect_zones(*dev, model));
       if (i % 35 == 34) {
         ASSERT_EQ(read_range(*dev, 0, cap), model.read(0, cap * 512));
-        std::vector<iov::blk_extent> map;
-        ASSERT_EQ(dev->map_extents(0, cap, &map), 0);
-        std::vector<ModelExtent> got;
-        for (const iov::blk_extent& e : map) got.push_back({e.sector, e.nr_sectors, e.flags});
-        ASSERT_EQ(got, model.extents(0, cap));
+        ASSERT_EQ(blk_extents(*dev, 0, cap), model.extents(0, cap));
       }
     }
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllModes, NullBlkZonedRandom,
-                         ::testing::Combine(::testing::Values(512u, 4096u), ::testing::Bool(),
-                                            ::testing::Values(Kind::ubuf, Kind::iovec, Kind::kvec, Kind::bvec,
-                                                              Kind::xarray)),
-                         random_name);
+INSTANTIATE_TEST_SUITE_P(AllModes, NullBlkZonedRandom, iov_test::null_blk_random_params(),
+                         iov_test::null_blk_random_name);
 
 }  // namespace

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "support/run_command.hpp"
+
 namespace {
 
 uint32_t reference_crc32c(const std::vector<unsigned char>& data) {
@@ -168,17 +170,6 @@ TEST_F(ScanTest, MissingFileIsAnError) {
 }
 
 #ifdef IOV_SCAN_PATH
-std::string run(const std::string& cmd, int* status) {
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0)
-    out.append(buf, n);
-  *status = pclose(p);
-  return out;
-}
-
 TEST_F(ScanTest, ProgramPrintsTheContractFormat) {
   std::string a = make_file("one", 10000, {{0, 10000}});
   std::string b = make_file("two", 3 * 4096, {{4096, 4096}});
@@ -188,13 +179,13 @@ TEST_F(ScanTest, ProgramPrintsTheContractFormat) {
                 "%s:\ncrc32c: %08x\n0 10000 data\n%s:\ncrc32c: %08x\n0 4096 zero\n4096 4096 data\n8192 4096 zero\n",
                 a.c_str(), reference_crc32c(da), b.c_str(), reference_crc32c(db));
   int status = 0;
-  EXPECT_EQ(run(std::string(IOV_SCAN_PATH) + " " + a + " " + b, &status), expect);
+  EXPECT_EQ(iov_test::run_command(std::string(IOV_SCAN_PATH) + " " + a + " " + b, &status), expect);
   EXPECT_EQ(status, 0);
   std::snprintf(expect, sizeof expect, "crc32c: %08x\n0 10000 data\n", reference_crc32c(da));
-  EXPECT_EQ(run(std::string(IOV_SCAN_PATH) + " --block=512 " + a, &status), expect);
-  run(std::string(IOV_SCAN_PATH) + " " + dir_ + "/missing 2>/dev/null", &status);
+  EXPECT_EQ(iov_test::run_command(std::string(IOV_SCAN_PATH) + " --block=512 " + a, &status), expect);
+  iov_test::run_command(std::string(IOV_SCAN_PATH) + " " + dir_ + "/missing 2>/dev/null", &status);
   EXPECT_NE(status, 0);
-  run(std::string(IOV_SCAN_PATH) + " --block=0 " + a + " 2>/dev/null", &status);
+  iov_test::run_command(std::string(IOV_SCAN_PATH) + " --block=0 " + a + " 2>/dev/null", &status);
   EXPECT_NE(status, 0);
 }
 #endif

@@ -14,6 +14,7 @@
 #include "iov_drivers/blkdev.hpp"
 #include "iov_drivers/brd.hpp"
 #include "iov_drivers/null_blk.hpp"
+#include "iov_drivers/parse_size.hpp"
 
 namespace iov {
 
@@ -24,26 +25,11 @@ absl::Status bad_value(std::string_view name, std::string_view value, std::strin
       absl::StrCat("setting ", std::string(name), "=", std::string(value), ": expected ", std::string(want)));
 }
 
-// A byte count with an optional k/m/g/t suffix (powers of 1024).
-absl::Status parse_size(std::string_view name, std::string_view value, uint64_t* out) {
-  uint64_t n = 0;
-  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-  std::string_view suffix(end, value.data() + value.size() - end);
-  unsigned shift = 0;
-  if (suffix.size() == 1) {
-    switch (absl::ascii_tolower(suffix[0])) {
-      case 'k': shift = 10; break;
-      case 'm': shift = 20; break;
-      case 'g': shift = 30; break;
-      case 't': shift = 40; break;
-      default: shift = 64;
-    }
-  } else if (!suffix.empty()) {
-    shift = 64;
-  }
-  if (ec != std::errc() || end == value.data() || shift == 64 || (shift && n > (UINT64_MAX >> shift)))
-    return bad_value(name, value, "a size such as 4096, 64k or 1g");
-  *out = n << shift;
+// A byte count in parse_size's syntax, with the settings' message.
+absl::Status parse_bytes(std::string_view name, std::string_view value, uint64_t* out) {
+  absl::StatusOr<uint64_t> n = iov::parse_size(value);
+  if (!n.ok()) return bad_value(name, value, "a size such as 4096, 64k or 1g");
+  *out = *n;
   return absl::OkStatus();
 }
 
@@ -61,7 +47,7 @@ absl::Status parse_uint(std::string_view name, std::string_view value, T* out) {
 absl::Status parse_mib(std::string_view name, std::string_view value, unsigned long* out) {
   if (!value.empty() && absl::ascii_isdigit(value.back())) return parse_uint(name, value, out);
   uint64_t bytes;
-  if (absl::Status s = parse_size(name, value, &bytes); !s.ok()) return s;
+  if (absl::Status s = parse_bytes(name, value, &bytes); !s.ok()) return s;
   if (bytes % (uint64_t{1} << 20)) return bad_value(name, value, "a whole number of MiB");
   *out = static_cast<unsigned long>(bytes >> 20);
   return absl::OkStatus();
@@ -109,7 +95,7 @@ absl::StatusOr<std::unique_ptr<blkdev>> create_brd(const blkdev_settings& settin
     absl::Status s;
     if (common_setting(name, value, &c.copy_mode, &c.iteration, &s)) {
     } else if (name == "size") {
-      s = parse_size(name, value, &c.size);
+      s = parse_bytes(name, value, &c.size);
     } else if (name == "max_pages") {
       s = parse_uint(name, value, &c.max_pages);
     } else if (name == "detect_zeroes") {
@@ -139,10 +125,10 @@ absl::StatusOr<std::unique_ptr<blkdev>> create_null_blk(const blkdev_settings& s
     absl::Status s;
     if (common_setting(name, value, &c.copy_mode, &c.iteration, &s)) {
     } else if (name == "size") {
-      s = parse_size(name, value, &c.size);
+      s = parse_bytes(name, value, &c.size);
     } else if (name == "blocksize") {
       uint64_t bs;
-      s = parse_size(name, value, &bs);
+      s = parse_bytes(name, value, &bs);
       c.blocksize = static_cast<unsigned>(std::min<uint64_t>(bs, UINT_MAX));
     } else if (name == "memory_backed") {
       s = parse_bool(name, value, &c.memory_backed);

@@ -229,11 +229,11 @@ inline int blk_fail(blk_request& rq, int err, const char* why) {
 //              discard=0|1, zoned=0|1, zone_size (MiB), zone_capacity (MiB),
 //              zone_nr_conv, zone_max_open, zone_max_active, max_pages
 //   both:      copy_mode=modern|legacy, iteration=inline|outofline
-// Sizes take k/m/g/t suffixes (powers of 1024); a MiB setting given with a
-// suffix is read as bytes. Defaults are the drivers' (brd_config,
-// null_blk_config) except, as the programs want, null_blk's memory_backed=1
-// and discard=1 when memory backed and not zoned. A setting the driver does
-// not have is an error naming it:
+// Sizes are parse_size's (parse_size.hpp: 4096, 64k, 1g, 4KiB; powers of
+// 1024); a MiB setting given with a suffix is read as bytes. Defaults are the
+// drivers' (brd_config, null_blk_config) except, as the programs want,
+// null_blk's memory_backed=1 and discard=1 when memory backed and not zoned.
+// A setting the driver does not have is an error naming it:
 //
 //   blkdev_create("brd", {{"zoned", "1"}})  ->  "setting zoned does not apply to brd"
 using blkdev_settings = std::vector<std::pair<std::string, std::string>>;

@@ -1,5 +1,6 @@
 // options.hpp: what the tools share to read their command lines: sizes with
-// fio's suffixes (4k, 64m, 1g; powers of two) and --name=value splitting.
+// fio's suffixes (4k, 64m, 1g; powers of two), read exactly as the drivers
+// read theirs, and --name=value splitting.
 //
 //   absl::StatusOr<uint64_t> bs = iov::tools::parse_size("4k");   // 4096
 //   auto [name, value] = iov::tools::split_option("--bs=4k");     // "bs", "4k"
@@ -11,13 +12,13 @@
 #include <string_view>
 #include <utility>
 
-#include "absl/status/statusor.h"
+#include "iov_drivers/parse_size.hpp"
 
 namespace iov::tools {
 
-// A byte count: digits with an optional k/m/g/t suffix (either case, an
-// optional trailing "b" or "ib"), as fio reads --bs and --size.
-absl::StatusOr<uint64_t> parse_size(std::string_view text);
+// A byte count (4096, 4k, 64MiB): the drivers' syntax, so that --size=64m and
+// a driver setting such as --zone_size=64m read alike.
+using iov::parse_size;
 
 // "--name=value" -> {name, value}; "--name" -> {name, nullopt}; anything that
 // does not start with "--" -> nullopt.

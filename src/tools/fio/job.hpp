@@ -37,7 +37,7 @@ struct job_options {
   bool prefill = false;
   uint64_t seed = 0x1234;
   int64_t debug_corrupt = -1;  // testing aid: corrupt this byte offset after writing, before verifying
-  blkdev_settings settings;    // the driver's (memory_backed defaults to 1 for null_blk)
+  blkdev_settings settings;    // for blkdev_create(), which has the programs' defaults
 };
 
 absl::StatusOr<job_options> parse_options(int argc, char** argv);

@@ -45,7 +45,6 @@ absl::Status parse_unsigned(const std::string& name, const std::string& value, u
 
 absl::StatusOr<job_options> parse_options(int argc, char** argv) {
   job_options o;
-  bool size_given = false, memory_backed_given = false;
   for (int a = 1; a < argc; a++) {
     std::string arg = argv[a];
     auto opt = tools::split_option(arg);
@@ -63,7 +62,6 @@ absl::StatusOr<job_options> parse_options(int argc, char** argv) {
       if (!v.ok() || *v == 0)
         return bad(name, value, "a positive size such as 4k or 64m");
       (name == "size" ? o.size : name == "bs" ? o.bs : o.io_size) = *v;
-      size_given |= name == "size";
     } else if (name == "rw" || name == "readwrite") {
       if (value == "read") o.rw = rw_pattern::read;
       else if (value == "write") o.rw = rw_pattern::write;
@@ -113,17 +111,13 @@ absl::StatusOr<job_options> parse_options(int argc, char** argv) {
       o.debug_corrupt = static_cast<int64_t>(*v);
     } else if (tools::is_driver_setting(name)) {  // passed through; a flag without a value means 1
       o.settings.emplace_back(name, opt->second ? value : "1");
-      memory_backed_given |= name == "memory_backed";
     } else {
       return absl::InvalidArgumentError(absl::StrCat("unknown option --", name));
     }
     if (!s.ok())
       return s;
   }
-  (void)size_given;
   o.settings.emplace_back("size", std::to_string(o.size));
-  if (o.driver == "null_blk" && !memory_backed_given)
-    o.settings.emplace_back("memory_backed", "1");  // the programs' default
   if (o.bs % SECTOR_SIZE || o.bs > (64u << 20))
     return absl::InvalidArgumentError(absl::StrCat("--bs=", o.bs, ": must be a multiple of 512, at most 64m"));
   if (o.size < o.bs * o.numjobs)

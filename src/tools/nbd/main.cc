@@ -38,7 +38,6 @@ int main(int argc, char** argv) {
   std::string driver = "brd", size = "64m";
   iov::nbd::server_options opts;
   iov::blkdev_settings settings;
-  bool memory_backed_given = false;
   for (int a = 1; a < argc; a++) {
     std::string arg = argv[a];
     auto next = [&](std::string* out) {
@@ -86,7 +85,6 @@ int main(int argc, char** argv) {
       opts.exp.read_only = true;
     } else if (iov::tools::is_driver_setting(name)) {
       settings.emplace_back(name, opt->second ? value : "1");
-      memory_backed_given |= name == "memory_backed";
     } else {
       return usage("unknown option --" + name);
     }
@@ -95,8 +93,6 @@ int main(int argc, char** argv) {
   if (!bytes.ok())
     return usage("--size: " + std::string(bytes.status().message()));
   settings.emplace_back("size", std::to_string(*bytes));
-  if (driver == "null_blk" && !memory_backed_given)
-    settings.emplace_back("memory_backed", "1");
   auto dev = iov::blkdev_create(driver, settings);
   if (!dev.ok())
     return usage(std::string(dev.status().message()));

@@ -88,28 +88,12 @@ struct blk_copier {
 
   // len bytes of pg from offset into the iterator (a read).
   static size_t page_to_iter(page* pg, size_t offset, size_t len, iov_iter* it) {
-    if constexpr (M == copy_mode::modern) {
-      page_piece p{pg, offset};
-      return blk_walk<I, blk_modern_from_page_step>(it, len, &p);
-    } else {
-      char* kaddr = static_cast<char*>(kmap_local_page(pg));
-      size_t n = blk_walk<I, blk_legacy_from_page_step>(it, len, kaddr + offset);
-      kunmap_local(kaddr);
-      return n;
-    }
+    return page_walk<blk_modern_from_page_step, blk_legacy_from_page_step>(pg, offset, len, it);
   }
 
   // len bytes of the iterator into pg from offset (a write).
   static size_t iter_to_page(page* pg, size_t offset, size_t len, iov_iter* it) {
-    if constexpr (M == copy_mode::modern) {
-      page_piece p{pg, offset};
-      return blk_walk<I, blk_modern_to_page_step>(it, len, &p);
-    } else {
-      char* kaddr = static_cast<char*>(kmap_local_page(pg));
-      size_t n = blk_walk<I, blk_legacy_to_page_step>(it, len, kaddr + offset);
-      kunmap_local(kaddr);
-      return n;
-    }
+    return page_walk<blk_modern_to_page_step, blk_legacy_to_page_step>(pg, offset, len, it);
   }
 
   // len bytes of c into the iterator (a read of what the device does not store).
@@ -137,6 +121,23 @@ struct blk_copier {
       return iov_iter_is_zero(it, len);
     else
       return iov_iter_is_zero_outofline(it, len);
+  }
+
+ private:
+  // A walk of len bytes of the iterator against pg from offset, one direction's
+  // step: the modern one gets the page and offset, the legacy one the address
+  // kmap_local_page gave.
+  template <iov_step_f ModernStep, iov_step_f LegacyStep>
+  IOV_ALWAYS_INLINE static size_t page_walk(page* pg, size_t offset, size_t len, iov_iter* it) {
+    if constexpr (M == copy_mode::modern) {
+      page_piece p{pg, offset};
+      return blk_walk<I, ModernStep>(it, len, &p);
+    } else {
+      char* kaddr = static_cast<char*>(kmap_local_page(pg));
+      size_t n = blk_walk<I, LegacyStep>(it, len, kaddr + offset);
+      kunmap_local(kaddr);
+      return n;
+    }
   }
 };
 
