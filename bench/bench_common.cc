@@ -106,6 +106,10 @@ std::map<std::string, std::string>& baselines() {
   std::exit(1);
 }
 
+void restore_pattern(bench_memory& m) {
+  fill_pattern(m.buffer, m.kind == memory_kind::tiled ? g_tile : m.size);
+}
+
 void describe_pages(bench_memory* m) {
   m->iovecs.resize(BENCH_PAGES);
   m->bvecs.resize(BENCH_PAGES);

@@ -70,6 +70,11 @@ struct bench_memory {
 };
 bench_memory& get_memory(memory_kind kind);
 
+// Writes buffer's byte pattern again (over its one tile when tiled): a case
+// that changes the buffer restores it, so every case, in any order and any
+// round, finds the bytes it was checked against.
+void restore_pattern(bench_memory& m);
+
 // Builds m's segment arrays (iovecs, bvecs, the xarray, kvecs) over m->buffer,
 // for memory made elsewhere (the zero scans' all-zero buffers).
 void describe_pages(bench_memory* m);

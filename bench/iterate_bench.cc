@@ -129,6 +129,8 @@ void bm_iterate(benchmark::State& state, memory_kind kind) {
     state.SkipWithError("data check failed: the walk did not move the bytes");
   else
     expect_bytes(state, done, m.size);
+  if constexpr (O == op::zero)
+    restore_pattern(m);
 }
 
 // Do the case's iterators get built while it runs (a bio per chunk)?
@@ -173,6 +175,8 @@ void bm_baseline(benchmark::State& state, bench_case c, memory_kind kind) {
     benchmark::ClobberMemory();
   }
   expect_bytes(state, done, m.size);
+  if constexpr (O == op::zero)
+    restore_pattern(m);
 }
 
 template <op O>
@@ -186,6 +190,8 @@ void bm_flat(benchmark::State& state, memory_kind kind) {
     benchmark::ClobberMemory();
   }
   expect_bytes(state, m.size, m.size);
+  if constexpr (O == op::zero)
+    restore_pattern(m);
 }
 
 template <bench_case C, op O>

@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -63,6 +64,8 @@ constexpr char kUsage[] =
     "  --tile=SIZE     the physical size behind the tiled 256 MiB buffers (default 16k)\n"
     "  --clock=cpu     time samples by process CPU time (the default: robust on a shared machine)\n"
     "  --clock=wall    time samples by the wall clock, as the kernel's ktime_get_real()\n"
+    "  --rounds=N      run the selection N times over and merge each case's samples: steadier\n"
+    "                  medians on a shared machine (the JSON holds the last round)\n"
     "  --list          print the names of the benchmarks that would run\n";
 
 struct options {
@@ -70,6 +73,7 @@ struct options {
   std::string json, chart;
   bool chart_given = false, list = false;
   bool wall_clock = false;  // --clock=wall: the kernel's ktime_get_real(); default: process CPU time
+  int rounds = 1;
   std::vector<std::string> passthrough;
 };
 
@@ -129,6 +133,14 @@ bool parse_options(int argc, char** argv, options* o) {
         return false;
       }
       o->wall_clock = std::strcmp(v, "wall") == 0;
+    } else if (const char* v = value("--rounds=")) {
+      char* end = nullptr;
+      long n = std::strtol(v, &end, 10);
+      if (end == v || *end || n < 1 || n > 100) {
+        std::cerr << "iov-bench: --rounds is a number from 1 to 100\n";
+        return false;
+      }
+      o->rounds = static_cast<int>(n);
     } else if (a == "--list") {
       o->list = true;
     } else if (a.rfind("--benchmark_", 0) == 0 || a.rfind("--v=", 0) == 0) {
@@ -159,10 +171,10 @@ bool parse_options(int argc, char** argv, options* o) {
 }
 
 // Google Benchmark parses its flags from argv; Initialize may run again later.
-void initialize_benchmark(const options& o, bool list) {
+void initialize_benchmark(const options& o, bool list, bool write_json) {
   std::vector<std::string> args = {"iov-bench", "--benchmark_filter=" + o.filter,
                                    std::string("--benchmark_list_tests=") + (list ? "true" : "false")};
-  if (!list && !o.json.empty()) {
+  if (!list && write_json && !o.json.empty()) {
     args.push_back("--benchmark_out=" + o.json);
     args.push_back("--benchmark_out_format=json");
   }
@@ -195,13 +207,18 @@ class listing_reporter : public benchmark::BenchmarkReporter {
   std::ostringstream out_;
 };
 
-// KTAP, line by line as the runs finish.
+// KTAP, line by line as the runs of the last round finish; earlier rounds
+// only collect samples.
 class ktap_reporter : public benchmark::BenchmarkReporter {
  public:
-  ktap_reporter(size_t planned, std::vector<std::string> header, bool wall_clock)
-      : planned_(planned), header_(std::move(header)), wall_clock_(wall_clock) {}
+  ktap_reporter(size_t planned, std::vector<std::string> header, bool wall_clock, int rounds)
+      : planned_(planned), header_(std::move(header)), wall_clock_(wall_clock), rounds_(rounds) {}
+
+  void start_round(int round) { round_ = round; }
 
   bool ReportContext(const Context& context) override {
+    if (round_ != 1)
+      return true;
     std::ostream& out = GetOutputStream();
     out << "KTAP version 1\n# Subtest: iov_iter\n# module: iov-bench\n";
     for (const std::string& line : header_)
@@ -248,6 +265,20 @@ class ktap_reporter : public benchmark::BenchmarkReporter {
           res.bytes = bps->second.value * r->real_accumulated_time / iters;
       }
     }
+    // Merge with the earlier rounds; only the last one reports.
+    bench_result& merged = rounds_seen_[res.name];
+    size_t round_size = res.samples_us.size();
+    merged.name = res.name;
+    merged.samples_us.insert(merged.samples_us.end(), res.samples_us.begin(), res.samples_us.end());
+    merged.bytes = merged.bytes ? merged.bytes : res.bytes;
+    if (res.error) {
+      merged.error = true;
+      merged.message = res.message;
+    }
+    if (round_ < rounds_)
+      return;
+    res = std::move(merged);
+    res.round_size = rounds_ > 1 ? round_size : 0;
     compute_stats(&res);
     std::ostream& out = GetOutputStream();
     ++index_;
@@ -272,6 +303,8 @@ class ktap_reporter : public benchmark::BenchmarkReporter {
   size_t planned_;
   std::vector<std::string> header_;
   bool wall_clock_;
+  int rounds_, round_ = 1;
+  std::map<std::string, bench_result> rounds_seen_;  // samples of the rounds so far
   std::vector<bench_result> results_;
   size_t index_ = 0, failed_ = 0;
 };
@@ -292,7 +325,7 @@ int main(int argc, char** argv) {
   auto started = std::chrono::steady_clock::now();
 
   listing_reporter lister;
-  initialize_benchmark(opt, true);
+  initialize_benchmark(opt, true, false);
   benchmark::RunSpecifiedBenchmarks(&lister);
   std::vector<std::string> names = lister.names();
   if (opt.list) {
@@ -317,7 +350,9 @@ int main(int argc, char** argv) {
       "build: " + build,
       "memory: 256 MiB per buffer; tiled onto " + std::to_string(iov::bench::tile_size() / 1024) +
           " KiB (memfd, MAP_FIXED), _streaming over distinct memory",
-      "samples: 16 per case, the first dropped; stddev is the standard deviation of the 15 kept",
+      opt.rounds == 1 ? "samples: 16 per case, the first dropped; stddev is the standard deviation of the 15 kept"
+                      : "samples: 16 per case in each of " + std::to_string(opt.rounds) +
+                            " rounds, the first of each dropped; avg, stddev and median over all kept",
       std::string("clock: ") + (opt.wall_clock ? "wall (ktime_get_real, as the kernel)"
                                                 : "process CPU time (--clock=wall for the kernel's wall clock)"),
       std::string("check: generic_iterate is out of line: ") + (check_ok ? "ok" : "FAILED"),
@@ -328,9 +363,12 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("iov_check_generic_iterate_out_of_line", check_ok ? "ok" : "FAILED");
   benchmark::AddCustomContext("iov_samples", "16 repetitions of 1 iteration; KTAP drops the first");
 
-  ktap_reporter ktap(names.size(), header, opt.wall_clock);
-  initialize_benchmark(opt, false);
-  benchmark::RunSpecifiedBenchmarks(&ktap);
+  ktap_reporter ktap(names.size(), header, opt.wall_clock, opt.rounds);
+  for (int round = 1; round <= opt.rounds; round++) {
+    ktap.start_round(round);
+    initialize_benchmark(opt, false, round == opt.rounds);
+    benchmark::RunSpecifiedBenchmarks(&ktap);
+  }
   benchmark::Shutdown();
 
   std::vector<std::string> summary = summarize(ktap.results());

@@ -28,9 +28,11 @@ namespace iov::bench {
 // for cold caches). The kernel prints int_sqrt64(sum of squares) as its
 // "stddev"; this is the true (population) standard deviation of the rest.
 void compute_stats(bench_result* r) {
-  std::vector<double> s = r->samples_us;
-  if (s.size() > 1)
-    s.erase(s.begin());
+  std::vector<double> s;
+  size_t round = r->round_size ? r->round_size : r->samples_us.size();
+  for (size_t k = 0; k < r->samples_us.size(); k++)
+    if (k % round != 0 || round == 1)
+      s.push_back(r->samples_us[k]);
   r->kept = s.size();
   if (s.empty())
     return;

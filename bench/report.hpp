@@ -18,12 +18,13 @@ struct bench_result {
   double bytes = 0;                // bytes per iteration, when the case reports them
   bool error = false;
   std::string message;
-  size_t kept = 0;  // samples after dropping the first
+  size_t round_size = 0;  // samples per round with --rounds (0: one round)
+  size_t kept = 0;        // samples after dropping the first (of each round)
   double avg_us = 0, stddev_us = 0, median_us = 0;
 };
 
-// As iov_kunit_benchmark_print_stats(): the first sample is dropped (it pays
-// for cold caches); fills kept, avg_us, stddev_us and median_us.
+// As iov_kunit_benchmark_print_stats(): the first sample (of each round) is
+// dropped (it pays for cold caches); fills kept, avg_us, stddev_us and median_us.
 void compute_stats(bench_result* r);
 
 // Whole microseconds, as kunit prints them, unless that would round to nothing.
