@@ -32,7 +32,7 @@ inline size_t copy_to_user_iter(void* iter_to, size_t progress, size_t len, void
   return len - n;
 }
 inline size_t memcpy_to_iter(void* iter_to, size_t progress, size_t len, void* from, void*) {
-  std::memcpy(iter_to, static_cast<const char*>(from) + progress, len);
+  std::memcpy(iter_to, static_cast<const char*>(from) + progress, unbounded(len));
   return 0;
 }
 inline size_t copy_from_user_iter(void* iter_from, size_t progress, size_t len, void* to, void*) {
@@ -41,7 +41,7 @@ inline size_t copy_from_user_iter(void* iter_from, size_t progress, size_t len, 
   return len - n;
 }
 inline size_t memcpy_from_iter(void* iter_from, size_t progress, size_t len, void* to, void*) {
-  std::memcpy(static_cast<char*>(to) + progress, iter_from, len);
+  std::memcpy(static_cast<char*>(to) + progress, iter_from, unbounded(len));
   return 0;
 }
 inline size_t zero_to_user_iter(void* iter_to, size_t, size_t len, void*, void*) {

@@ -58,7 +58,7 @@ inline size_t offset_in_page(Offset off) {
 // highmem.h. Each helper stays within one page; off + len > PAGE_SIZE is the
 // kernel's VM_BUG_ON: the call does nothing (or aborts with IOV_CHECKS on).
 // The sum is checked without overflow so a huge len cannot wrap past the test.
-// The check bounds len; internal::unbounded() keeps the C library's memset.
+// The check bounds len; internal::unbounded() keeps the C library's copy.
 #define IOV_PAGE_RANGE_BAD(off, len) ((off) > PAGE_SIZE || (len) > PAGE_SIZE - (off))
 
 inline void memcpy_page(page* dst, size_t dst_off, page* src, size_t src_off, size_t len) {
@@ -66,14 +66,14 @@ inline void memcpy_page(page* dst, size_t dst_off, page* src, size_t src_off, si
                  "memcpy_page: off + len > PAGE_SIZE"))
     return;
   std::memmove(static_cast<char*>(kmap_local_page(dst)) + dst_off,
-               static_cast<char*>(kmap_local_page(src)) + src_off, len);
+               static_cast<char*>(kmap_local_page(src)) + src_off, internal::unbounded(len));
 }
 
 inline void memcpy_to_page(page* p, size_t offset, const char* from, size_t len) {
   if (IOV_BUG_ON(IOV_PAGE_RANGE_BAD(offset, len), "memcpy_to_page: offset + len > PAGE_SIZE"))
     return;
   char* to = static_cast<char*>(kmap_local_page(p));
-  std::memcpy(to + offset, from, len);
+  std::memcpy(to + offset, from, internal::unbounded(len));
   kunmap_local(to);
 }
 
@@ -81,7 +81,7 @@ inline void memcpy_from_page(char* to, page* p, size_t offset, size_t len) {
   if (IOV_BUG_ON(IOV_PAGE_RANGE_BAD(offset, len), "memcpy_from_page: offset + len > PAGE_SIZE"))
     return;
   char* from = static_cast<char*>(kmap_local_page(p));
-  std::memcpy(to, from + offset, len);
+  std::memcpy(to, from + offset, internal::unbounded(len));
   kunmap_local(from);
 }
 
