@@ -29,7 +29,6 @@ namespace {
 
 size_t g_tile = 16 * 1024;
 
-
 // 256 MiB of address space mapped again and again onto one memfd of `tile`
 // bytes, populated up front so no sample takes page faults.
 char* map_tiled(size_t size, size_t tile, const char* name) {

@@ -147,29 +147,28 @@ template <op O>
 void bm_baseline(benchmark::State& state, bench_case c, memory_kind kind) {
   bench_memory& m = get_memory(kind);
   const auto& pieces = case_pieces(c);
+  // One piece of the buffer at base, whose copy lands at scratch + off.
+  auto piece = [&m](char* base, size_t off, size_t len) {
+    if constexpr (O == op::copy)
+      std::memcpy(m.scratch + off, base, len);
+    else
+      std::memset(base, 0, len);
+  };
   size_t done = 0;
   for (auto _ : state) {
     if (builds_bvecs(c)) {
-      done = for_each_iter(c, m, O == op::copy ? ITER_SOURCE : ITER_DEST, [&m](iov_iter* it, size_t off) {
+      done = for_each_iter(c, m, O == op::copy ? ITER_SOURCE : ITER_DEST, [&piece](iov_iter* it, size_t off) {
         size_t n = 0;
         for (unsigned long k = 0; k < it->nr_segs; k++) {
           const bio_vec& bv = it->bvec[k];
-          char* base = static_cast<char*>(page_address(bv.bv_page)) + bv.bv_offset;
-          if constexpr (O == op::copy)
-            std::memcpy(m.scratch + off + n, base, bv.bv_len);
-          else
-            std::memset(base, 0, bv.bv_len);
+          piece(static_cast<char*>(page_address(bv.bv_page)) + bv.bv_offset, off + n, bv.bv_len);
           n += bv.bv_len;
         }
         return n;
       });
     } else {
-      for (const auto& [off, len] : pieces) {
-        if constexpr (O == op::copy)
-          std::memcpy(m.scratch + off, m.buffer + off, len);
-        else
-          std::memset(m.buffer + off, 0, len);
-      }
+      for (const auto& [off, len] : pieces)
+        piece(m.buffer + off, off, len);
       done = m.size;
     }
     benchmark::ClobberMemory();
