@@ -29,19 +29,25 @@ using iov_test::Layout;
 #define EXPECT_BUG(statement, what) statement
 #endif
 
-class ChecksDeathTest : public testing::Test {
- protected:
-  void SetUp() override { GTEST_FLAG_SET(death_test_style, "threadsafe"); }
-};
-
-TEST_F(ChecksDeathTest, RevertPastTheStart) {
+// One small iterator of each segmented kind (and ubuf), a zero-length segment
+// among them, to step past the ends of.
+std::vector<std::unique_ptr<Layout>> small_layouts() {
   std::vector<std::unique_ptr<Layout>> layouts;
   layouts.push_back(Layout::make_ubuf(100, 3));
   layouts.push_back(Layout::make_iovec({{10, 0}, {0, 0}, {20, 5}}));
   layouts.push_back(Layout::make_kvec({{10, 0}, {20, 5}}));
   layouts.push_back(Layout::make_bvec({{10, 5000}, {20, 0}}));
   layouts.push_back(Layout::make_xarray(100, 3 * PAGE_SIZE));
-  for (const auto& l : layouts) {
+  return layouts;
+}
+
+class ChecksDeathTest : public testing::Test {
+ protected:
+  void SetUp() override { GTEST_FLAG_SET(death_test_style, "threadsafe"); }
+};
+
+TEST_F(ChecksDeathTest, RevertPastTheStart) {
+  for (const auto& l : small_layouts()) {
     SCOPED_TRACE(iov_test::kind_name(l->kind()));
     for (size_t consumed : {size_t{0}, size_t{15}}) {
       iov::iov_iter it = l->iter(iov::ITER_DEST);
@@ -54,13 +60,7 @@ TEST_F(ChecksDeathTest, RevertPastTheStart) {
 }
 
 TEST_F(ChecksDeathTest, ReexpandBeyondTheSegments) {
-  std::vector<std::unique_ptr<Layout>> layouts;
-  layouts.push_back(Layout::make_ubuf(100, 3));
-  layouts.push_back(Layout::make_iovec({{10, 0}, {0, 0}, {20, 5}}));
-  layouts.push_back(Layout::make_kvec({{10, 0}, {20, 5}}));
-  layouts.push_back(Layout::make_bvec({{10, 5000}, {20, 0}}));
-  layouts.push_back(Layout::make_xarray(100, 3 * PAGE_SIZE));
-  for (const auto& l : layouts) {
+  for (const auto& l : small_layouts()) {
     SCOPED_TRACE(iov_test::kind_name(l->kind()));
     iov::iov_iter it = l->iter(iov::ITER_DEST);
     iov::iov_iter_advance(&it, 7);
