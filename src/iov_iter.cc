@@ -487,3 +487,36 @@ ssize_t iov_iter_extract_pages(iov_iter* i, page*** pages, size_t maxsize, unsig
 }
 
 }  // namespace iov
+
+namespace iov {
+
+unsigned iov_iter_to_iovecs(const iov_iter* i, ::iovec* vecs, unsigned maxvecs, size_t maxsize, size_t* bytes) {
+  struct out_vecs {
+    ::iovec* vecs;
+    unsigned max, nr;
+  } out{vecs, maxvecs, 0};
+  size_t covered = 0;
+  if (maxvecs && !iov_iter_is_discard(i)) {
+    // Walk a copy; a piece that finds no free entry is left unprocessed, which ends the walk.
+    auto step = [](void* base, size_t, size_t len, void* priv, void*) -> size_t {
+      auto* o = static_cast<out_vecs*>(priv);
+      if (!len)
+        return 0;
+      if (o->nr && static_cast<char*>(o->vecs[o->nr - 1].iov_base) + o->vecs[o->nr - 1].iov_len == base) {
+        o->vecs[o->nr - 1].iov_len += len;
+        return 0;
+      }
+      if (o->nr == o->max)
+        return len;
+      o->vecs[o->nr++] = {base, len};
+      return 0;
+    };
+    iov_iter scratch = *i;
+    covered = iterate_and_advance2(&scratch, maxsize, &out, nullptr, step, step);
+  }
+  if (bytes)
+    *bytes = covered;
+  return out.nr;
+}
+
+}  // namespace iov

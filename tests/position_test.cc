@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -464,3 +465,75 @@ TEST(SaveRestore, XarrayAndDiscardAreLeftAlone) {
 }
 
 }  // namespace
+
+// iov_iter_to_iovecs: the walk's pieces as iovecs, touching ones merged, the
+// iterator left where it was; checked against the flat copy of the same bytes.
+namespace {
+std::vector<char> gather(const ::iovec* v, unsigned n) {
+  std::vector<char> out;
+  for (unsigned k = 0; k < n; k++)
+    out.insert(out.end(), static_cast<char*>(v[k].iov_base), static_cast<char*>(v[k].iov_base) + v[k].iov_len);
+  return out;
+}
+}  // namespace
+
+TEST(IovIterToIovecs, BvecOfContiguousFramesIsOneIovecAndLimitsHold) {
+  iov::page* pg = iov::alloc_pages(iov::GFP_KERNEL, 2);
+  ASSERT_NE(pg, nullptr);
+  char* mem = static_cast<char*>(iov::page_address(pg));
+  for (size_t k = 0; k < 4 * iov::PAGE_SIZE; k++) mem[k] = static_cast<char>(k * 7 + 1);
+  iov::bio_vec bv[3];
+  iov::bvec_set_page(&bv[0], pg, 3 * iov::PAGE_SIZE, 0);          // three frames: one iovec
+  iov::bvec_set_page(&bv[1], pg + 3, 0, 0);                        // empty: left out
+  iov::bvec_set_page(&bv[2], pg + 3, 100, 200);                    // does not touch: a second one
+  iov::iov_iter it;
+  iov::iov_iter_bvec(&it, iov::ITER_SOURCE, bv, 3, 3 * iov::PAGE_SIZE + 100);
+  iov::iov_iter_advance(&it, 10);
+  const iov::iov_iter before = it;
+
+  ::iovec v[4];
+  size_t bytes = 0;
+  unsigned n = iov::iov_iter_to_iovecs(&it, v, 4, SIZE_MAX, &bytes);
+  ASSERT_EQ(n, 2u);
+  EXPECT_EQ(bytes, 3 * iov::PAGE_SIZE + 90);
+  EXPECT_EQ(v[0].iov_base, mem + 10);
+  EXPECT_EQ(v[0].iov_len, 3 * iov::PAGE_SIZE - 10);
+  EXPECT_EQ(v[1].iov_base, mem + 3 * iov::PAGE_SIZE + 200);
+  std::vector<char> flat(bytes);
+  iov::iov_iter copy = it;
+  ASSERT_EQ(iov::copy_from_iter(flat.data(), bytes, &copy), bytes);
+  EXPECT_EQ(gather(v, n), flat);
+  EXPECT_EQ(std::memcmp(&it, &before, sizeof it), 0);  // not advanced
+
+  n = iov::iov_iter_to_iovecs(&it, v, 1, SIZE_MAX, &bytes);  // one entry: the first run only
+  EXPECT_EQ(n, 1u);
+  EXPECT_EQ(bytes, 3 * iov::PAGE_SIZE - 10);
+  n = iov::iov_iter_to_iovecs(&it, v, 4, 5000, &bytes);  // a byte limit cuts the first run
+  EXPECT_EQ(n, 1u);
+  EXPECT_EQ(bytes, 5000u);
+  EXPECT_EQ(v[0].iov_len, 5000u);
+  iov::free_pages(pg, 2);
+}
+
+TEST(IovIterToIovecs, IovecKvecUbufAndDiscard) {
+  char a[10], b[20];
+  ::iovec segs[] = {{a, 10}, {nullptr, 0}, {b, 20}};
+  iov::iov_iter it;
+  iov::iov_iter_init(&it, iov::ITER_DEST, segs, 3, 30);
+  ::iovec v[4];
+  size_t bytes = 0;
+  EXPECT_EQ(iov::iov_iter_to_iovecs(&it, v, 4, SIZE_MAX, &bytes), 2u);
+  EXPECT_EQ(bytes, 30u);
+  EXPECT_EQ(v[1].iov_base, b);
+  iov::kvec kv[] = {{a, 10}, {b, 20}};
+  iov::iov_iter_kvec(&it, iov::ITER_DEST, kv, 2, 25);  // count cuts the second
+  EXPECT_EQ(iov::iov_iter_to_iovecs(&it, v, 4, SIZE_MAX, &bytes), 2u);
+  EXPECT_EQ(v[1].iov_len, 15u);
+  iov::iov_iter_ubuf(&it, iov::ITER_DEST, a, 10);
+  EXPECT_EQ(iov::iov_iter_to_iovecs(&it, v, 4, SIZE_MAX, &bytes), 1u);
+  EXPECT_EQ(bytes, 10u);
+  iov::iov_iter_discard(&it, iov::ITER_DEST, 100);
+  EXPECT_EQ(iov::iov_iter_to_iovecs(&it, v, 4, SIZE_MAX, &bytes), 0u);
+  EXPECT_EQ(bytes, 0u);
+  EXPECT_EQ(iov::iov_iter_to_iovecs(&it, v, 0, SIZE_MAX, &bytes), 0u);
+}

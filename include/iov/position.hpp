@@ -13,6 +13,7 @@
 #pragma once
 
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include <climits>
 #include <cstddef>
@@ -114,5 +115,15 @@ void iov_iter_restore(iov_iter* i, const iov_iter_state* state);
 // advances; -EFAULT for DISCARD, -ENOMEM if an array cannot be allocated.
 ssize_t iov_iter_extract_pages(iov_iter* i, page*** pages, size_t maxsize, unsigned maxpages,
                                unsigned extraction_flags, size_t* offset0);
+
+// The next pieces of *i as iovecs, for sendmsg()/writev()/io_uring: fills at
+// most maxvecs entries covering at most maxsize bytes and returns how many
+// (*bytes, when given, gets the bytes they cover). Pieces are the walk's (see
+// iterate.hpp), with empty ones left out and neighbours that touch in memory
+// merged, so a multi-page bvec of contiguous frames is one iovec. Does not
+// advance: advance by what the system call took. DISCARD has no memory (0).
+// The addresses of an XARRAY's pages stay valid only as long as the pages do.
+unsigned iov_iter_to_iovecs(const iov_iter* i, ::iovec* vecs, unsigned maxvecs, size_t maxsize,
+                            size_t* bytes = nullptr);
 
 }  // namespace iov
