@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "bench_common.hpp"
+#include "iov/internal/outofline.hpp"
 #include "iov/copy_nocache.hpp"
 
 namespace iov::bench {
@@ -31,7 +32,7 @@ void bm_copy_nocache(benchmark::State& state, memory_kind kind) {
     done = for_each_iter<C>(m, ITER_SOURCE, [&m](iov_iter* it, size_t off) {
       size_t n = iov_iter_count(it);
       return F == form::inlined ? copy_from_iter_nocache(m.scratch + off, n, it)
-                                : iov::internal::copy_from_iter_nocache_outofline(m.scratch + off, n, it);
+                                : iov::internal::outofline::copy_from_iter_nocache(m.scratch + off, n, it);
     });
     benchmark::ClobberMemory();
   }

@@ -22,6 +22,7 @@
 #include <utility>
 
 #include "bench_common.hpp"
+#include "iov/internal/outofline.hpp"
 #include "iov/crc32c.hpp"
 
 namespace iov::bench {
@@ -57,7 +58,7 @@ void bm_crc(benchmark::State& state, memory_kind kind) {
     crc = ~0u;
     done = for_each_iter<C>(m, ITER_SOURCE, [&crc](iov_iter* it, size_t) {
       return F == form::inlined ? crc32c_iter(it, iov_iter_count(it), &crc)
-                                : crc32c_iter_outofline(it, iov_iter_count(it), &crc);
+                                : iov::internal::outofline::crc32c_iter(it, iov_iter_count(it), &crc);
     });
     benchmark::DoNotOptimize(crc);
   }
@@ -74,7 +75,7 @@ void bm_crc_copy(benchmark::State& state, memory_kind kind) {
     crc = ~0u;
     done = for_each_iter<C>(m, ITER_SOURCE, [&](iov_iter* it, size_t off) {
       return F == form::inlined ? crc32c_and_copy_from_iter(m.scratch + off, iov_iter_count(it), &crc, it)
-                                : crc32c_and_copy_from_iter_outofline(m.scratch + off, iov_iter_count(it), &crc, it);
+                                : iov::internal::outofline::crc32c_and_copy_from_iter(m.scratch + off, iov_iter_count(it), &crc, it);
     });
     benchmark::ClobberMemory();
   }
@@ -96,7 +97,7 @@ void bm_crc_copy_to_bvec(benchmark::State& state, memory_kind kind) {
     crc = ~0u;
     done = for_each_iter<bench_case::bvec>(m, ITER_DEST, [&](iov_iter* it, size_t off) {
       return F == form::inlined ? crc32c_and_copy_to_iter(m.scratch + off, iov_iter_count(it), &crc, it)
-                                : crc32c_and_copy_to_iter_outofline(m.scratch + off, iov_iter_count(it), &crc, it);
+                                : iov::internal::outofline::crc32c_and_copy_to_iter(m.scratch + off, iov_iter_count(it), &crc, it);
     });
     benchmark::ClobberMemory();
   }

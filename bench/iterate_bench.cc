@@ -3,7 +3,7 @@
 // baselines they are measured against:
 //
 //   iov_kunit_benchmark_<case>            copy_from_iter(): iterate_and_advance, steps inlined
-//   iov_kunit_benchmark_<case>_outofline  copy_from_iter_outofline(): generic_iterate, steps by pointer
+//   iov_kunit_benchmark_<case>_outofline  iov::internal::outofline::copy_from_iter(): generic_iterate, steps by pointer
 //   iov_kunit_benchmark_<case>_typed      iterate_<type>() with a lambda calling the
 //                                         library's step (the same work per piece)
 //   iov_kunit_benchmark_<case>_indirect   generic_iterate() with the suite's own steps, which
@@ -26,6 +26,7 @@
 #include <utility>
 
 #include "bench_common.hpp"
+#include "iov/internal/outofline.hpp"
 
 namespace iov::bench {
 namespace {
@@ -66,7 +67,7 @@ IOV_ALWAYS_INLINE size_t copy_out(iov_iter* it, char* to) {
   if constexpr (F == form::inlined) {
     return copy_from_iter(to, len, it);
   } else if constexpr (F == form::outofline) {
-    return copy_from_iter_outofline(to, len, it);
+    return iov::internal::outofline::copy_from_iter(to, len, it);
   } else if constexpr (F == form::indirect) {
     return generic_iterate(it, len, to, nullptr, shovel_from_iter, shovel_from_iter);
   } else {
@@ -82,7 +83,7 @@ IOV_ALWAYS_INLINE size_t zero_fill(iov_iter* it) {
   if constexpr (F == form::inlined) {
     return iov_iter_zero(len, it);
   } else if constexpr (F == form::outofline) {
-    return iov_iter_zero_outofline(len, it);
+    return iov::internal::outofline::iov_iter_zero(len, it);
   } else if constexpr (F == form::indirect) {
     return generic_iterate(it, len, nullptr, nullptr, shovel_zero, shovel_zero);
   } else {

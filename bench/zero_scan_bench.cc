@@ -25,6 +25,7 @@
 #include <utility>
 
 #include "bench_common.hpp"
+#include "iov/internal/outofline.hpp"
 #include "iov/zero_scan.hpp"
 
 namespace iov::bench {
@@ -71,7 +72,7 @@ void bm_is_zero(benchmark::State& state, memory_kind kind) {
   for (auto _ : state) {
     done = for_each_iter<C>(m, ITER_SOURCE, [](iov_iter* it, size_t) {
       size_t n = iov_iter_count(it);
-      bool zero = F == form::inlined ? iov_iter_is_zero(it, n) : iov::internal::iov_iter_is_zero_outofline(it, n);
+      bool zero = F == form::inlined ? iov_iter_is_zero(it, n) : iov::internal::outofline::iov_iter_is_zero(it, n);
       return zero ? n : 0;
     });
     benchmark::DoNotOptimize(done);
@@ -86,7 +87,7 @@ void bm_skip_zeroes(benchmark::State& state, memory_kind kind) {
   for (auto _ : state) {
     done = for_each_iter<C>(m, ITER_SOURCE, [](iov_iter* it, size_t) {
       size_t n = iov_iter_count(it);
-      return F == form::inlined ? iov_iter_skip_zeroes(it, n) : iov::internal::iov_iter_skip_zeroes_outofline(it, n);
+      return F == form::inlined ? iov_iter_skip_zeroes(it, n) : iov::internal::outofline::iov_iter_skip_zeroes(it, n);
     });
     benchmark::DoNotOptimize(done);
   }

@@ -4,13 +4,15 @@
 # exported iov::iov target names the same targets in both places:
 #
 #   include(IovFindDeps)
-#   target_link_libraries(tool PRIVATE iov_deps::uring)
+#   target_link_libraries(app PRIVATE iov_deps::isal)
 #
-# Targets: iov_deps::isal (ISA-L: libisal + isa-l.h), iov_deps::uring
-# (liburing) and iov_deps::urcu_bp (userspace RCU, bulletproof flavour).
+# Targets: iov_deps::isal (ISA-L: libisal + isa-l.h) and iov_deps::urcu_bp
+# (userspace RCU, bulletproof flavour), which the library needs; a part of
+# the tree that needs another such library calls _iov_find_dep itself (the
+# tools: liburing).
 # Each is looked up through pkg-config first and by plain find_library /
 # find_path when pkg-config or the .pc file is missing (ISA-L has no .pc on
-# some distributions). Threads, absl and range-v3 have CMake packages and are
+# some distributions). Threads and absl have CMake packages and are
 # found by the caller with find_package / find_dependency.
 
 include_guard(GLOBAL)
@@ -61,5 +63,4 @@ function(_iov_find_dep target)
 endfunction()
 
 _iov_find_dep(iov_deps::isal    PC libisal    LIBS isal               HEADER isa-l/crc.h)
-_iov_find_dep(iov_deps::uring   PC liburing   LIBS uring              HEADER liburing.h)
 _iov_find_dep(iov_deps::urcu_bp PC liburcu-bp LIBS urcu-bp urcu-common HEADER urcu-bp.h)

@@ -1,6 +1,7 @@
 # IovInstall.cmake: what `cmake --install <build> --prefix <P>` puts in <P>:
 #
-#   include/iov/...                 every public header
+#   include/iov/...                 every public header, and the generated
+#                                   checks_mode.hpp
 #   lib/libiov.a (or .so)           the compiled part
 #   lib/cmake/iov/                  iovConfig.cmake, its version file, the
 #                                   iov:: targets and IovFindDeps.cmake
@@ -15,16 +16,23 @@ set(IOV_CMAKE_DIR "${CMAKE_INSTALL_LIBDIR}/cmake/iov")
 
 install(DIRECTORY "${PROJECT_SOURCE_DIR}/include/iov"
   DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}")
+install(FILES "${IOV_GENERATED_INCLUDE_DIR}/iov/checks_mode.hpp"
+  DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}/iov")
 
+# One export set per component, so that find_package(iov COMPONENTS headers)
+# needs nothing of what the compiled library links.
+install(TARGETS iov_headers EXPORT iovHeadersTargets)
 install(TARGETS iov EXPORT iovTargets
   ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}"
   LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}"
   RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}")
 
-install(EXPORT iovTargets
-  NAMESPACE iov::
-  FILE iovTargets.cmake
-  DESTINATION "${IOV_CMAKE_DIR}")
+foreach(set IN ITEMS iovHeadersTargets iovTargets)
+  install(EXPORT ${set}
+    NAMESPACE iov::
+    FILE ${set}.cmake
+    DESTINATION "${IOV_CMAKE_DIR}")
+endforeach()
 
 configure_package_config_file(
   "${PROJECT_SOURCE_DIR}/cmake/iovConfig.cmake.in"
@@ -40,17 +48,19 @@ install(FILES
     "${PROJECT_SOURCE_DIR}/cmake/IovFindDeps.cmake"
   DESTINATION "${IOV_CMAKE_DIR}")
 
-# pkg-config: the prefix is derived from the .pc file's own directory.
+# pkg-config: iov (everything) and iov-headers (the header-only part); the
+# prefix is derived from the .pc file's own directory.
 set(IOV_PC_DIR "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
 file(RELATIVE_PATH IOV_PC_PREFIX_FROM_PCDIR "/prefix/${IOV_PC_DIR}" "/prefix")
 string(REGEX REPLACE "/$" "" IOV_PC_PREFIX_FROM_PCDIR "${IOV_PC_PREFIX_FROM_PCDIR}")
-set(IOV_PC_REQUIRES "absl_status absl_statusor absl_span absl_strings libisal liburing")
+set(IOV_PC_REQUIRES "iov-headers absl_status absl_statusor absl_span libisal")
 if(BUILD_SHARED_LIBS)
-  set(IOV_PC_REQUIRES_PRIVATE "liburcu-bp")
+  set(IOV_PC_REQUIRES_PRIVATE "absl_strings liburcu-bp")
 else()
-  # A static libiov needs the RCU library on every link line.
-  string(APPEND IOV_PC_REQUIRES " liburcu-bp")
+  # A static libiov needs its private dependencies on every link line.
+  string(APPEND IOV_PC_REQUIRES " absl_strings liburcu-bp")
   set(IOV_PC_REQUIRES_PRIVATE "")
 endif()
 configure_file("${PROJECT_SOURCE_DIR}/cmake/iov.pc.in" "${PROJECT_BINARY_DIR}/iov.pc" @ONLY)
-install(FILES "${PROJECT_BINARY_DIR}/iov.pc" DESTINATION "${IOV_PC_DIR}")
+configure_file("${PROJECT_SOURCE_DIR}/cmake/iov-headers.pc.in" "${PROJECT_BINARY_DIR}/iov-headers.pc" @ONLY)
+install(FILES "${PROJECT_BINARY_DIR}/iov.pc" "${PROJECT_BINARY_DIR}/iov-headers.pc" DESTINATION "${IOV_PC_DIR}")

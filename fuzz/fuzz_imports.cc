@@ -1,5 +1,5 @@
 // fuzz_imports: the validated imports of user-supplied memory with hostile
-// input — iov::iter::import_iovec and import_ubuf (include/iov/iter.hpp), and
+// input — iov::iter::import_iovec and import_ubuf (include/iov/cxx/iter.hpp), and
 // a buffer_table's register_buffers, update, unregister and iov::import_fixed
 // (include/iov/registered_buffers.hpp) — with bad directions, arrays past
 // UIO_MAXIOV or null, null bases, lengths with the sign bit set or past
@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "fuzz_model.hpp"
-#include "iov/iter.hpp"
+#include "iov/cxx/iter.hpp"
 #include "iov/rcu.hpp"
 #include "iov/registered_buffers.hpp"
 

@@ -55,11 +55,11 @@ void op_copy_to(layout& L, input& in, bool ool) {
   L.put_all(src.data(), want);
   if (!crc) {
     run_twins(L, want, ool, [&](iov_iter* i) { return iov::copy_to_iter(src.data(), src.size(), i); },
-              [&](iov_iter* i) { return iov::copy_to_iter_outofline(src.data(), src.size(), i); }, "copy_to_iter");
+              [&](iov_iter* i) { return iov::internal::outofline::copy_to_iter(src.data(), src.size(), i); }, "copy_to_iter");
   } else {
     uint32_t expect = fuzz::crc32c_bitwise(crc0, src.data(), want), c1 = crc0, c2 = crc0;
     run_twins(L, want, ool, [&](iov_iter* i) { return iov::crc32c_and_copy_to_iter(src.data(), src.size(), &c1, i); },
-              [&](iov_iter* i) { return iov::crc32c_and_copy_to_iter_outofline(src.data(), src.size(), &c2, i); },
+              [&](iov_iter* i) { return iov::internal::outofline::crc32c_and_copy_to_iter(src.data(), src.size(), &c2, i); },
               "crc32c_and_copy_to_iter");
     FUZZ_CHECK(c1 == expect && c2 == expect);
   }
@@ -76,11 +76,11 @@ void op_copy_from(layout& L, input& in, bool ool) {
   L.get_all(expect.data(), want);
   if (!crc) {
     run_twins(L, want, ool, [&](iov_iter* i) { return iov::copy_from_iter(d1.data(), n, i); },
-              [&](iov_iter* i) { return iov::copy_from_iter_outofline(d2.data(), n, i); }, "copy_from_iter");
+              [&](iov_iter* i) { return iov::internal::outofline::copy_from_iter(d2.data(), n, i); }, "copy_from_iter");
   } else {
     uint32_t c1 = crc0, c2 = crc0;
     run_twins(L, want, ool, [&](iov_iter* i) { return iov::crc32c_and_copy_from_iter(d1.data(), n, &c1, i); },
-              [&](iov_iter* i) { return iov::crc32c_and_copy_from_iter_outofline(d2.data(), n, &c2, i); },
+              [&](iov_iter* i) { return iov::internal::outofline::crc32c_and_copy_from_iter(d2.data(), n, &c2, i); },
               "crc32c_and_copy_from_iter");
     uint32_t c = fuzz::crc32c_bitwise(crc0, expect.data(), want);
     FUZZ_CHECK(c1 == c && c2 == c);
@@ -111,7 +111,7 @@ void op_zero(layout& L, input& in, bool ool) {
   fuzz::trace("iov_iter_zero %zu -> %zu", n, want);
   L.put_all(nullptr, want);
   run_twins(L, want, ool, [&](iov_iter* i) { return iov::iov_iter_zero(n, i); },
-            [&](iov_iter* i) { return iov::iov_iter_zero_outofline(n, i); }, "iov_iter_zero");
+            [&](iov_iter* i) { return iov::internal::outofline::iov_iter_zero(n, i); }, "iov_iter_zero");
   L.advance(want);
 }
 
@@ -120,7 +120,7 @@ void op_crc(layout& L, input& in, bool ool) {
   uint32_t crc0 = in.u32(), expect = L.crc_of(crc0, want), c1 = crc0, c2 = crc0;
   fuzz::trace("crc32c_iter %zu -> %zu", n, want);
   run_twins(L, want, ool, [&](iov_iter* i) { return iov::crc32c_iter(i, n, &c1); },
-            [&](iov_iter* i) { return iov::crc32c_iter_outofline(i, n, &c2); }, "crc32c_iter");
+            [&](iov_iter* i) { return iov::internal::outofline::crc32c_iter(i, n, &c2); }, "crc32c_iter");
   FUZZ_CHECK(c1 == expect && c2 == expect);
   L.advance(want);
 }
@@ -132,14 +132,14 @@ void op_zero_scan(layout& L, input& in, bool ool) {
     fuzz::trace("iov_iter_is_zero %zu -> %d", n, expect);
     iov_iter before = L.it;
     FUZZ_CHECK(iov::iov_iter_is_zero(&L.it, n) == expect);
-    FUZZ_CHECK(iov::internal::iov_iter_is_zero_outofline(&L.it, n) == expect);
+    FUZZ_CHECK(iov::internal::outofline::iov_iter_is_zero(&L.it, n) == expect);
     FUZZ_CHECK(fuzz::same_iter(before, L.it));
     return;
   }
   size_t want = L.discard() ? 0 : L.zero_run(n);
   fuzz::trace("iov_iter_skip_zeroes %zu -> %zu", n, want);
   run_twins(L, want, ool, [&](iov_iter* i) { return iov::iov_iter_skip_zeroes(i, n); },
-            [&](iov_iter* i) { return iov::internal::iov_iter_skip_zeroes_outofline(i, n); },
+            [&](iov_iter* i) { return iov::internal::outofline::iov_iter_skip_zeroes(i, n); },
             "iov_iter_skip_zeroes");
   L.advance(want);
 }

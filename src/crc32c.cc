@@ -1,7 +1,6 @@
 // crc32c.cc: what crc32c.hpp does not inline — the GF(2) arithmetic behind
 // crc32c_extend_zeroes() (and so crc32c_combine()), the one-pass copy+CRC
-// kernels behind the fused iterator forms, their run-time dispatch, and the
-// out-of-line iterator forms.
+// kernels behind the fused iterator forms, and their run-time dispatch.
 //
 //   uint32_t c = iov::crc32c_combine(crc_a, crc_b, len_b);            // O(log len_b)
 //   iov::internal::crc32c_select(iov::internal::simd_level::portable);   // tests
@@ -283,31 +282,6 @@ uint32_t crc32c_extend_zeroes(uint32_t crc, size_t n) {
     return internal::extend_zeroes_clmul(crc, n);
 #endif
   return internal::extend_zeroes_portable(crc, n);
-}
-
-// ---- the out-of-line iterator forms -----------------------------------------
-
-size_t crc32c_iter_outofline(iov_iter* i, size_t bytes, uint32_t* crc) {
-  if (IOV_UNLIKELY(iov_iter_is_discard(i)))
-    return 0;
-  return generic_iterate(i, bytes, crc, nullptr, internal::crc32c_step, internal::crc32c_step);
-}
-
-size_t crc32c_and_copy_to_iter_outofline(const void* addr, size_t bytes, uint32_t* crc, iov_iter* i) {
-  if (IOV_UNLIKELY(i->data_source))
-    return 0;
-  size_t n = generic_iterate(i, bytes, const_cast<void*>(addr), crc, internal::crc32c_copy_to_user_iter_step,
-                             internal::crc32c_copy_to_iter_step);
-  if (IOV_UNLIKELY(iov_iter_is_discard(i)))
-    *crc = crc32c(*crc, addr, n);
-  return n;
-}
-
-size_t crc32c_and_copy_from_iter_outofline(void* addr, size_t bytes, uint32_t* crc, iov_iter* i) {
-  if (IOV_UNLIKELY(!i->data_source))
-    return 0;
-  return generic_iterate(i, bytes, addr, crc, internal::crc32c_copy_from_user_iter_step,
-                         internal::crc32c_copy_from_iter_step);
 }
 
 }  // namespace iov

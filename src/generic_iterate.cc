@@ -1,53 +1,71 @@
 // generic_iterate.cc: the out-of-line walk, compiled once and called through
-// function pointers (the kernel's experiment of un-inlining iterate_and_advance).
-// It lives in its own translation unit, built without LTO, so no caller can
-// inline it.
+// function pointers (the kernel's experiment of un-inlining
+// iterate_and_advance). It lives in its own translation unit, built without
+// LTO, so no caller can inline it.
 //
 // An indirect call per piece costs little on its own, but under retpolines
 // (-mindirect-branch=thunk, as hardened kernels build) each one is a
 // mispredicted return. So, as the kernel's INDIRECT_CALL_*() does, the walk
-// recognises the library's own steps by address and runs them as direct,
-// inlined calls; any other step still goes through its pointer. The compare is
-// made once per call, not once per piece.
-#include "iov/copy.hpp"
-#include "iov/crc32c.hpp"
+// recognises the library's own steps: each pair an operation runs through
+// internal::generic_walk registers itself at start-up with its own inlined
+// walk (internal/walk.hpp), and a call with a registered pair runs that walk;
+// any other pair still goes through its pointers. The compare is made once
+// per call, not once per piece.
+#include <atomic>
+
+#include "iov/internal/walk.hpp"
 #include "iov/iterate.hpp"
-#include "iov/zero_scan.hpp"
 
 namespace iov {
 
 namespace {
-// A known pair of steps, as a walk that calls them directly.
-template <iov_ustep_f UStep, iov_step_f Step>
-struct known_steps {
-  static bool matches(iov_ustep_f ustep, iov_step_f step) { return ustep == UStep && step == Step; }
-  static size_t walk(iov_iter* iter, size_t len, void* priv, void* priv2) {
-    return iterate_and_advance2(
-        iter, len, priv, priv2,
-        [](void* base, size_t progress, size_t n, void* p, void* p2) { return UStep(base, progress, n, p, p2); },
-        [](void* base, size_t progress, size_t n, void* p, void* p2) { return Step(base, progress, n, p, p2); });
-  }
+struct known_pair {
+  std::atomic<iov_ustep_f> ustep{nullptr};
+  std::atomic<iov_step_f> step{nullptr};
+  std::atomic<internal::known_walk_f> walk{nullptr};
 };
 
-template <class... Known>
-IOV_ALWAYS_INLINE bool walk_known(iov_iter* iter, size_t len, void* priv, void* priv2, iov_ustep_f ustep,
-                                  iov_step_f step, size_t* done) {
-  return ((Known::matches(ustep, step) ? (*done = Known::walk(iter, len, priv, priv2), true) : false) || ...);
+// The library has a dozen pairs; the table leaves room for a program's own.
+constexpr unsigned kMaxKnown = 64;
+known_pair known[kMaxKnown];
+std::atomic<unsigned> nr_known{0};  // entries [0, nr_known) are complete
+std::atomic<unsigned> nr_claimed{0};
+
+internal::known_walk_f find_known(iov_ustep_f ustep, iov_step_f step) {
+  unsigned n = nr_known.load(std::memory_order_acquire);
+  for (unsigned k = 0; k < n; k++)
+    if (known[k].step.load(std::memory_order_relaxed) == step &&
+        known[k].ustep.load(std::memory_order_relaxed) == ustep)
+      return known[k].walk.load(std::memory_order_relaxed);
+  return nullptr;
 }
 }  // namespace
 
+namespace internal {
+bool generic_iterate_register(iov_ustep_f ustep, iov_step_f step, known_walk_f walk) noexcept {
+  // Registrations run in static initializers, normally one at a time; a
+  // shared library loaded by another thread may race one, hence the claim.
+  if (find_known(ustep, step))
+    return true;
+  unsigned k = nr_claimed.fetch_add(1, std::memory_order_relaxed);
+  if (k >= kMaxKnown)
+    return false;
+  known[k].ustep.store(ustep, std::memory_order_relaxed);
+  known[k].step.store(step, std::memory_order_relaxed);
+  known[k].walk.store(walk, std::memory_order_relaxed);
+  // Publish in claim order, so [0, nr_known) stays complete.
+  unsigned expected = k;
+  while (!nr_known.compare_exchange_weak(expected, k + 1, std::memory_order_release, std::memory_order_relaxed))
+    expected = k;
+  return true;
+}
+
+bool generic_iterate_knows(iov_ustep_f ustep, iov_step_f step) noexcept { return find_known(ustep, step); }
+}  // namespace internal
+
 size_t generic_iterate(iov_iter* iter, size_t len, void* priv, void* priv2, iov_ustep_f ustep, iov_step_f step) {
-  size_t done;
-  if (walk_known<known_steps<internal::copy_to_user_iter, internal::memcpy_to_iter>,
-                 known_steps<internal::copy_from_user_iter, internal::memcpy_from_iter>,
-                 known_steps<internal::zero_to_user_iter, internal::zero_to_iter>,
-                 known_steps<internal::crc32c_step, internal::crc32c_step>,
-                 known_steps<internal::crc32c_copy_to_user_iter_step, internal::crc32c_copy_to_iter_step>,
-                 known_steps<internal::crc32c_copy_from_user_iter_step, internal::crc32c_copy_from_iter_step>,
-                 known_steps<internal::is_zero_step, internal::is_zero_step>,
-                 known_steps<internal::skip_zeroes_step, internal::skip_zeroes_step>>(iter, len, priv, priv2, ustep,
-                                                                                       step, &done))
-    return done;
+  if (internal::known_walk_f walk = find_known(ustep, step))
+    return walk(iter, len, priv, priv2);
   return iterate_and_advance2(iter, len, priv, priv2, ustep, step);
 }
 

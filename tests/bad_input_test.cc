@@ -19,7 +19,7 @@
 
 #include "fio/job.hpp"
 #include "iov/iov.hpp"
-#include "iov/iter.hpp"
+#include "iov/cxx/iter.hpp"
 #include "iov/registered_buffers.hpp"
 #include "iov_drivers/blkdev.hpp"
 #include "scan/scan.hpp"

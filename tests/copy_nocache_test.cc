@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "iov/internal/outofline.hpp"
 #include "iov/copy.hpp"
 #include "iov/copy_nocache.hpp"
 #include "iov/internal/memcpy_nt.hpp"
@@ -260,7 +261,7 @@ TEST_P(CopyNocacheIter, RandomLayoutsOfEveryType) {
         size_t align = rng() % 64;
         iov::iov_iter a, b;
         ASSERT_NO_FATAL_FAILURE(check_copy(l, iov::copy_from_iter_nocache, bytes, align, &a));
-        ASSERT_NO_FATAL_FAILURE(check_copy(l, iov::internal::copy_from_iter_nocache_outofline, bytes, align, &b));
+        ASSERT_NO_FATAL_FAILURE(check_copy(l, iov::internal::outofline::copy_from_iter_nocache, bytes, align, &b));
         EXPECT_TRUE(same_position(a, b)) << "inline and out of line end apart";
       }
     }
@@ -280,7 +281,7 @@ TEST(CopyNocacheContract, DestIteratorCopiesNothing) {
     iov::iov_iter a = l.iter, b = l.iter;
     guarded d(64, 3);
     EXPECT_EQ(iov::copy_from_iter_nocache(d.dst(), 64, &a), 0u);
-    EXPECT_EQ(iov::internal::copy_from_iter_nocache_outofline(d.dst(), 64, &b), 0u);
+    EXPECT_EQ(iov::internal::outofline::copy_from_iter_nocache(d.dst(), 64, &b), 0u);
     EXPECT_TRUE(same_position(a, l.iter));
     EXPECT_TRUE(same_position(b, l.iter));
     EXPECT_TRUE(d.holds(nullptr, 0));

@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include "iov/internal/outofline.hpp"
 #include "iov/internal/fault_inject.hpp"
 #include "iov/iov.hpp"
 #include "support/model.hpp"
@@ -28,13 +29,13 @@ using bytes = std::vector<unsigned char>;
 
 // The copies, inline or through generic_iterate().
 size_t copy_to(bool outofline, const void* src, size_t n, iov::iov_iter* it) {
-  return outofline ? iov::copy_to_iter_outofline(src, n, it) : iov::copy_to_iter(src, n, it);
+  return outofline ? iov::internal::outofline::copy_to_iter(src, n, it) : iov::copy_to_iter(src, n, it);
 }
 size_t copy_from(bool outofline, void* dst, size_t n, iov::iov_iter* it) {
-  return outofline ? iov::copy_from_iter_outofline(dst, n, it) : iov::copy_from_iter(dst, n, it);
+  return outofline ? iov::internal::outofline::copy_from_iter(dst, n, it) : iov::copy_from_iter(dst, n, it);
 }
 size_t zero(bool outofline, size_t n, iov::iov_iter* it) {
-  return outofline ? iov::iov_iter_zero_outofline(n, it) : iov::iov_iter_zero(n, it);
+  return outofline ? iov::internal::outofline::iov_iter_zero(n, it) : iov::iov_iter_zero(n, it);
 }
 
 std::vector<size_t> sizes(size_t left) { return {0, 1, 100, PAGE_SIZE + 1, left / 2, left, left + 1, SIZE_MAX}; }
@@ -183,7 +184,7 @@ TEST(Direction, CopyIntoASourceOrOutOfADestDoesNothing) {
       iov::iov_iter it = l->iter(iov::ITER_SOURCE);
       iov_test::IterState before = iov_test::state_of(it);
       EXPECT_EQ(iov::copy_to_iter(buf.data(), buf.size(), &it), 0u);
-      EXPECT_EQ(iov::copy_to_iter_outofline(buf.data(), buf.size(), &it), 0u);
+      EXPECT_EQ(iov::internal::outofline::copy_to_iter(buf.data(), buf.size(), &it), 0u);
       EXPECT_FALSE(iov::copy_to_iter_full(buf.data(), buf.size(), &it));
       EXPECT_EQ(iov::copy_page_to_iter(pg, 0, PAGE_SIZE, &it), 0u);
       EXPECT_EQ(iov_test::state_of(it), before);
@@ -192,7 +193,7 @@ TEST(Direction, CopyIntoASourceOrOutOfADestDoesNothing) {
     iov::iov_iter it = l->iter(iov::ITER_DEST);
     iov_test::IterState before = iov_test::state_of(it);
     EXPECT_EQ(iov::copy_from_iter(buf.data(), buf.size(), &it), 0u);
-    EXPECT_EQ(iov::copy_from_iter_outofline(buf.data(), buf.size(), &it), 0u);
+    EXPECT_EQ(iov::internal::outofline::copy_from_iter(buf.data(), buf.size(), &it), 0u);
     EXPECT_FALSE(iov::copy_from_iter_full(buf.data(), buf.size(), &it));
     std::memset(pg, 0x11, PAGE_SIZE);
     EXPECT_EQ(iov::copy_page_from_iter(pg, 0, PAGE_SIZE, &it), 0u);
@@ -209,7 +210,7 @@ TEST(Direction, DiscardSinksCopiesAndHasNothingToRead) {
   EXPECT_EQ(iov::iov_iter_rw(&it), static_cast<int>(iov::ITER_DEST));
   bytes buf(2000, 0x42), model = buf;
   EXPECT_EQ(iov::copy_to_iter(buf.data(), 300, &it), 300u);
-  EXPECT_EQ(iov::copy_to_iter_outofline(buf.data(), 300, &it), 300u);
+  EXPECT_EQ(iov::internal::outofline::copy_to_iter(buf.data(), 300, &it), 300u);
   EXPECT_EQ(iov::copy_from_iter(buf.data(), 300, &it), 0u);
   EXPECT_EQ(it.count, 400u);
   EXPECT_FALSE(iov::copy_to_iter_full(buf.data(), 401, &it));
@@ -349,7 +350,7 @@ TEST(Fault, KernelBackedCopiesNeverFault) {
     iov::iov_iter it = l->iter(iov::ITER_DEST);
     FaultGuard fault(0);
     EXPECT_EQ(iov::copy_to_iter(src.data(), l->total(), &it), l->total());
-    EXPECT_EQ(iov::copy_to_iter_outofline(src.data(), 0, &it), 0u);
+    EXPECT_EQ(iov::internal::outofline::copy_to_iter(src.data(), 0, &it), 0u);
     EXPECT_EQ(l->gather(), src);
   }
 #endif

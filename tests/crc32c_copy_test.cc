@@ -16,6 +16,7 @@
 #include <vector>
 
 #include <iov/crc32c.hpp>
+#include <iov/internal/outofline.hpp>
 #include <iov/iov_iter.hpp>
 #include <iov/position.hpp>
 
@@ -57,9 +58,9 @@ TEST(Crc32c, CopyKernelMatchesModel) {
 // One of the four fused forms.
 size_t fused(bool to_iter, bool outofline, u8* addr, size_t bytes, uint32_t* crc, iov::iov_iter* it) {
   if (to_iter)
-    return outofline ? iov::crc32c_and_copy_to_iter_outofline(addr, bytes, crc, it)
+    return outofline ? iov::internal::outofline::crc32c_and_copy_to_iter(addr, bytes, crc, it)
                      : iov::crc32c_and_copy_to_iter(addr, bytes, crc, it);
-  return outofline ? iov::crc32c_and_copy_from_iter_outofline(addr, bytes, crc, it)
+  return outofline ? iov::internal::outofline::crc32c_and_copy_from_iter(addr, bytes, crc, it)
                    : iov::crc32c_and_copy_from_iter(addr, bytes, crc, it);
 }
 

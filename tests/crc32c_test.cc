@@ -18,6 +18,7 @@
 #include <vector>
 
 #include <iov/crc32c.hpp>
+#include <iov/internal/outofline.hpp>
 #include <iov/iov_iter.hpp>
 #include <iov/position.hpp>
 
@@ -175,7 +176,7 @@ TEST(Crc32cIter, MatchesModelInlineAndOutOfLine) {
       b = a;
       uint32_t ca = t.c0, cb = t.c0;
       size_t na = iov::crc32c_iter(&a, t.bytes, &ca);
-      size_t nb = iov::crc32c_iter_outofline(&b, t.bytes, &cb);
+      size_t nb = iov::internal::outofline::crc32c_iter(&b, t.bytes, &cb);
       size_t want = k == Kind::discard ? 0 : std::min(t.bytes, t.total - t.skip);
       ASSERT_EQ(na, want);
       ASSERT_EQ(nb, want);
@@ -199,7 +200,7 @@ TEST(Crc32cIter, ZeroBytesAndDiscard) {
       // Zero bytes: nothing for any type; a discard iterator has no memory: nothing at all.
       for (size_t bytes : {size_t{0}, k == Kind::discard ? size_t{100} : size_t{0}}) {
         uint32_t crc = 0x1234;
-        EXPECT_EQ(outofline ? iov::crc32c_iter_outofline(&it, bytes, &crc) : iov::crc32c_iter(&it, bytes, &crc), 0u);
+        EXPECT_EQ(outofline ? iov::internal::outofline::crc32c_iter(&it, bytes, &crc) : iov::crc32c_iter(&it, bytes, &crc), 0u);
         EXPECT_EQ(crc, 0x1234u);
         expect_same_position(it, before);
       }

@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include "iov/internal/outofline.hpp"
 #include "iov/iov.hpp"
 #include "support/model.hpp"
 
@@ -107,7 +108,7 @@ void step(Sim& s, Op op, std::mt19937_64& rng) {
       if (data) std::copy_n(src.begin(), want, expect.begin() + s.pos);
       write_both_ways(
           s, want, [&](iov::iov_iter* i) { return iov::copy_to_iter(src.data(), n, i); },
-          [&](iov::iov_iter* i) { return iov::copy_to_iter_outofline(src.data(), n, i); }, expect);
+          [&](iov::iov_iter* i) { return iov::internal::outofline::copy_to_iter(src.data(), n, i); }, expect);
       s.flat = expect;
       s.pos += want, s.count -= want;
       break;
@@ -117,7 +118,7 @@ void step(Sim& s, Op op, std::mt19937_64& rng) {
       if (data) std::fill_n(expect.begin() + s.pos, fit, 0);
       write_both_ways(
           s, fit, [&](iov::iov_iter* i) { return iov::iov_iter_zero(n, i); },
-          [&](iov::iov_iter* i) { return iov::iov_iter_zero_outofline(n, i); }, expect);
+          [&](iov::iov_iter* i) { return iov::internal::outofline::iov_iter_zero(n, i); }, expect);
       s.flat = expect;
       s.pos += fit, s.count -= fit;
       break;
@@ -127,7 +128,7 @@ void step(Sim& s, Op op, std::mt19937_64& rng) {
       bytes d1(fit + 1, 0xee), d2(fit + 1, 0xee), expect(fit + 1, 0xee);
       std::copy_n(s.flat.begin() + s.pos, want, expect.begin());
       iov::iov_iter tw = s.it;
-      EXPECT_EQ(iov::copy_from_iter_outofline(d2.data(), n, &tw), want);
+      EXPECT_EQ(iov::internal::outofline::copy_from_iter(d2.data(), n, &tw), want);
       EXPECT_EQ(iov::copy_from_iter(d1.data(), n, &s.it), want);
       EXPECT_EQ(d1, expect);
       EXPECT_EQ(d2, expect);

@@ -1,8 +1,8 @@
-// Tests of the C++ layer (include/iov/iter.hpp): the factories build the same
+// Tests of the C++ layer (include/iov/cxx/iter.hpp): the factories build the same
 // iterators as the kernel initializers, the methods move them as the kernel
 // calls do, the typed walks match the generic one, and the validated imports
 // follow the kernel's import_iovec()/import_ubuf() rules with clear messages.
-#include "iov/iter.hpp"
+#include "iov/cxx/iter.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -114,7 +114,7 @@ TEST(Iter, IterateHandsOutPiecesAndStopsShort) {
 TEST(TypedIter, WalksLikeTheGenericIter) {
   iov::page* p = iov::alloc_pages(0, 2);
   iov::bio_vec bv[] = {{p, 5000, 3000}, {p + 2, 0, 0}, {p + 2, 2000, 2000}};
-  auto typed = iov::bvec_iter::make(iov::ITER_DEST, std::span<const iov::bio_vec>(bv));
+  auto typed = iov::bvec_typed_iter::make(iov::ITER_DEST, std::span<const iov::bio_vec>(bv));
   iov::iter generic = iov::iter::bvec(iov::ITER_DEST, bv);
   std::vector<std::pair<std::byte*, size_t>> a, b;
   auto record = [](auto& out) {
@@ -133,7 +133,7 @@ TEST(TypedIter, WalksLikeTheGenericIter) {
 }
 
 TEST(TypedIter, DiscardCountsWithoutCallingTheStep) {
-  auto d = iov::discard_iter::make(size_t{500});
+  auto d = iov::discard_typed_iter::make(size_t{500});
   int calls = 0;
   EXPECT_EQ(d.iterate(200, [&](std::span<std::byte>, size_t) -> size_t { return ++calls, 0; }), 200u);
   EXPECT_EQ(calls, 0);

@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include "iov/internal/outofline.hpp"
 #include "iov/iov.hpp"
 #include "support/model.hpp"
 
@@ -468,3 +469,42 @@ TEST(Iterate, SuccessiveWalksResumeWhereTheLastStopped) {
 }
 
 }  // namespace
+
+// Each pair of steps an operation runs through generic_iterate() registers
+// itself at start-up (internal/walk.hpp), whether or not it has run yet; a
+// pair the library does not know is not registered, and still walks.
+namespace {
+size_t count_step(void*, size_t, size_t len, void* priv, void*) {
+  *static_cast<size_t*>(priv) += len;
+  return 0;
+}
+}  // namespace
+
+TEST(GenericIterate, KnowsTheLibrarysStepsAndWalksOthersThroughPointers) {
+  using namespace iov::internal;
+  EXPECT_TRUE(generic_iterate_knows(copy_to_iter_steps::ustep, copy_to_iter_steps::step));
+  EXPECT_TRUE(generic_iterate_knows(copy_from_iter_steps::ustep, copy_from_iter_steps::step));
+  EXPECT_TRUE(generic_iterate_knows(zero_steps::ustep, zero_steps::step));
+  EXPECT_TRUE(generic_iterate_knows(crc32c_steps::ustep, crc32c_steps::step));
+  EXPECT_TRUE(generic_iterate_knows(is_zero_steps::ustep, is_zero_steps::step));
+  EXPECT_TRUE(generic_iterate_knows(copy_nocache_steps::ustep, copy_nocache_steps::step));
+  // A pair mixing two known steps is a different pair.
+  EXPECT_FALSE(generic_iterate_knows(copy_to_iter_steps::ustep, copy_from_iter_steps::step));
+  EXPECT_FALSE(generic_iterate_knows(count_step, count_step));
+
+  std::vector<char> buf(10000);
+  iov::kvec kv[] = {{buf.data(), 6000}, {buf.data() + 6000, 4000}};
+  iov::iov_iter it;
+  iov::iov_iter_kvec(&it, iov::ITER_SOURCE, kv, 2, 10000);
+  size_t seen = 0;
+  EXPECT_EQ(iov::generic_iterate(&it, 9000, &seen, nullptr, count_step, count_step), 9000u);
+  EXPECT_EQ(seen, 9000u);
+  EXPECT_EQ(it.count, 1000u);
+  // Registering is idempotent and keeps the walk the library registered.
+  EXPECT_TRUE(generic_iterate_register(copy_to_iter_steps::ustep, copy_to_iter_steps::step,
+                                       &copy_to_iter_steps::walk));
+  // The out-of-line form of an operation runs through the table.
+  std::vector<char> dst(10000);
+  iov::iov_iter_kvec(&it, iov::ITER_SOURCE, kv, 2, 10000);
+  EXPECT_EQ(iov::internal::outofline::copy_from_iter(dst.data(), 10000, &it), 10000u);
+}

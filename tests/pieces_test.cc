@@ -1,6 +1,6 @@
-// Tests of include/iov/pieces.hpp: the pieces of every iterator type, as the
+// Tests of include/iov/cxx/pieces.hpp: the pieces of every iterator type, as the
 // walk would hand them to a step, seen through std::ranges and range-v3.
-#include "iov/pieces.hpp"
+#include "iov/cxx/pieces_range_v3.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "iov/internal/outofline.hpp"
 #include "iov/copy.hpp"
 #include "iov/internal/zero_scan_simd.hpp"
 #include "iov/iov_iter.hpp"
@@ -292,12 +293,12 @@ void check_scans(const layout& l, size_t bytes) {
   const size_t want_skip = discard ? 0 : first;
 
   EXPECT_EQ(iov::iov_iter_is_zero(&l.iter, bytes), want_zero) << "bytes=" << bytes;
-  EXPECT_EQ(iov::internal::iov_iter_is_zero_outofline(&l.iter, bytes), want_zero) << "bytes=" << bytes;
+  EXPECT_EQ(iov::internal::outofline::iov_iter_is_zero(&l.iter, bytes), want_zero) << "bytes=" << bytes;
   EXPECT_TRUE(same_position(l.iter, before));
 
   iov::iov_iter a = before, b = before;
   ASSERT_EQ(iov::iov_iter_skip_zeroes(&a, bytes), want_skip) << "bytes=" << bytes;
-  ASSERT_EQ(iov::internal::iov_iter_skip_zeroes_outofline(&b, bytes), want_skip) << "bytes=" << bytes;
+  ASSERT_EQ(iov::internal::outofline::iov_iter_skip_zeroes(&b, bytes), want_skip) << "bytes=" << bytes;
   EXPECT_TRUE(same_position(a, b));
   EXPECT_EQ(iov::iov_iter_count(&a), count - want_skip);
   if (!discard && want_skip < l.at.size()) {  // the next byte is the model's
@@ -363,9 +364,9 @@ TEST(ZeroScanIterContract, DiscardAndZeroBytes) {
   iov::iov_iter_discard(&it, iov::ITER_DEST, 4096);
   EXPECT_TRUE(iov::iov_iter_is_zero(&it, 0));
   EXPECT_FALSE(iov::iov_iter_is_zero(&it, 1));
-  EXPECT_FALSE(iov::internal::iov_iter_is_zero_outofline(&it, 4096));
+  EXPECT_FALSE(iov::internal::outofline::iov_iter_is_zero(&it, 4096));
   EXPECT_EQ(iov::iov_iter_skip_zeroes(&it, 4096), 0u);
-  EXPECT_EQ(iov::internal::iov_iter_skip_zeroes_outofline(&it, 4096), 0u);
+  EXPECT_EQ(iov::internal::outofline::iov_iter_skip_zeroes(&it, 4096), 0u);
   EXPECT_EQ(iov::iov_iter_count(&it), 4096u);
 
   u8 buf[16] = {};

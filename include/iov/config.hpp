@@ -1,22 +1,37 @@
-// config.hpp: compiler attributes and the library's programming-error checks.
+// config.hpp: the language check, compiler attributes and the library's
+// programming-error checks.
 //
 // Where the kernel has BUG()/VM_BUG_ON (revert past the start, a page helper's
 // off + len > PAGE_SIZE) iov does nothing and returns a zero count; with
-// IOV_CHECKS on (the default without NDEBUG, and in the debug and sanitizer
-// presets) it aborts with a message naming the broken rule instead:
+// IOV_CHECKS on it aborts with a message naming the broken rule instead:
 //
 //   if (IOV_BUG_ON(off + len > PAGE_SIZE, "memcpy_to_page: off + len > PAGE_SIZE"))
 //     return;   // checks off: a no-op
+//
+// The mode is the one iov was built with (iov/checks_mode.hpp, written when
+// iov was configured: IOV_CHECKS_MODE, or on for a Debug build and off
+// otherwise), whatever the including program's NDEBUG: inline functions and
+// the compiled library must agree, so defining IOV_CHECKS to anything else is
+// a build error.
 #pragma once
 
-#include <cstddef>
-
-#ifndef IOV_CHECKS
-#ifdef NDEBUG
-#define IOV_CHECKS 0
-#else
-#define IOV_CHECKS 1
+#if !defined(__cplusplus) || __cplusplus < 202002L
+// One clear message, then stop: the rest of iov would only add noise.
+#error "iov needs C++20: compile with -std=c++20 (CMake: target_compile_features(... cxx_std_20))"
+#include "iov: C++20 is required (-std=c++20)"
 #endif
+
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+
+#include "iov/checks_mode.hpp"
+
+#if defined(IOV_CHECKS) && IOV_CHECKS != IOV_CHECKS_BUILT
+#error "iov: IOV_CHECKS differs from the mode this iov was built with (IOV_CHECKS_BUILT in iov/checks_mode.hpp)"
+#endif
+#ifndef IOV_CHECKS
+#define IOV_CHECKS IOV_CHECKS_BUILT
 #endif
 
 #define IOV_ALWAYS_INLINE inline __attribute__((always_inline))
@@ -25,8 +40,13 @@
 #define IOV_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 namespace iov::internal {
-// Prints "iov: BUG: <what> (file:line)" and aborts. Out of line: never on a hot path.
-[[noreturn]] void bug(const char* what, const char* file, int line) noexcept;
+// Prints "iov: BUG: <what> (file:line)" and aborts. Out of line and cold:
+// never on a hot path, and inline so that the headers need no library.
+[[noreturn]] IOV_NOINLINE __attribute__((cold)) inline void bug(const char* what, const char* file,
+                                                                int line) noexcept {
+  std::fprintf(stderr, "iov: BUG: %s (%s:%d)\n", what, file, line);
+  std::abort();
+}
 }  // namespace iov::internal
 
 // IOV_BUG_ON(cond, what): true when cond holds (and checks are off), so the

@@ -8,14 +8,17 @@
 // A copy into an ITER_SOURCE iterator, or out of an ITER_DEST one, is the
 // kernel's WARN_ON_ONCE: it copies nothing and returns 0 (and never aborts).
 // Counts are clamped to the iterator, and, as in the kernel's
-// check_copy_size(), the object's size is the caller's business. Each copy has
-// an *_outofline twin: the same steps through generic_iterate().
+// check_copy_size(), the object's size is the caller's business. Each
+// operation is one body over a walk (internal/walk.hpp).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 
+#include "iov/highmem.hpp"
 #include "iov/internal/fault_inject.hpp"
+#include "iov/internal/walk.hpp"
 #include "iov/iov_iter.hpp"
 #include "iov/iterate.hpp"
 #include "iov/page.hpp"
@@ -24,8 +27,8 @@
 namespace iov {
 
 namespace internal {
-// The kernel's steps, with stable addresses for generic_iterate(). User-backed
-// steps go through usercopy_allow(), the fault-injection point.
+// The kernel's steps. User-backed steps go through usercopy_allow(), the
+// fault-injection point.
 inline size_t copy_to_user_iter(void* iter_to, size_t progress, size_t len, void* from, void*) {
   size_t n = usercopy_allow(len);
   std::memcpy(iter_to, static_cast<const char*>(from) + progress, n);
@@ -53,67 +56,46 @@ inline size_t zero_to_iter(void* iter_to, size_t, size_t len, void*, void*) {
   std::memset(iter_to, 0, unbounded(len));
   return 0;
 }
-}  // namespace internal
 
-namespace internal {
-// The walks of the types other than UBUF, kept out of the callers' bodies so
-// that the common single-buffer case inlines into them as a bare memcpy (the
-// kernel splits copy_to_iter() from _copy_to_iter() for the same reason).
-IOV_NOINLINE inline size_t copy_to_iter_walk(const void* addr, size_t bytes, iov_iter* i) {
-  return iterate_and_advance(i, bytes, const_cast<void*>(addr), copy_to_user_iter, memcpy_to_iter);
-}
-IOV_NOINLINE inline size_t copy_from_iter_walk(void* addr, size_t bytes, iov_iter* i) {
-  return iterate_and_advance(i, bytes, addr, copy_from_user_iter, memcpy_from_iter);
-}
-}  // namespace internal
+// The pairs, and each operation's one body; the public functions below run
+// it with the inline walk, internal/outofline.hpp with generic_iterate().
+using copy_to_iter_steps = steps<copy_to_user_iter, memcpy_to_iter>;
+using copy_from_iter_steps = steps<copy_from_user_iter, memcpy_from_iter>;
+using zero_steps = steps<zero_to_user_iter, zero_to_iter>;
 
+template <class Walk>
 IOV_ALWAYS_INLINE size_t copy_to_iter(const void* addr, size_t bytes, iov_iter* i) {
   if (IOV_UNLIKELY(i->data_source))
     return 0;
-  if (IOV_LIKELY(iter_is_ubuf(i)))
-    return iterate_ubuf(i, bytes, const_cast<void*>(addr), nullptr, internal::copy_to_user_iter);
-  return internal::copy_to_iter_walk(addr, bytes, i);
+  return Walk::template run<copy_to_iter_steps>(i, bytes, const_cast<void*>(addr), nullptr);
 }
 
+template <class Walk>
 IOV_ALWAYS_INLINE size_t copy_from_iter(void* addr, size_t bytes, iov_iter* i) {
   if (IOV_UNLIKELY(!i->data_source))
     return 0;
-  if (IOV_LIKELY(iter_is_ubuf(i)))
-    return iterate_ubuf(i, bytes, addr, nullptr, internal::copy_from_user_iter);
-  return internal::copy_from_iter_walk(addr, bytes, i);
-}
-
-inline size_t copy_to_iter_outofline(const void* addr, size_t bytes, iov_iter* i) {
-  if (IOV_UNLIKELY(i->data_source))
-    return 0;
-  return generic_iterate(i, bytes, const_cast<void*>(addr), nullptr, internal::copy_to_user_iter,
-                         internal::memcpy_to_iter);
-}
-
-inline size_t copy_from_iter_outofline(void* addr, size_t bytes, iov_iter* i) {
-  if (IOV_UNLIKELY(!i->data_source))
-    return 0;
-  return generic_iterate(i, bytes, addr, nullptr, internal::copy_from_user_iter, internal::memcpy_from_iter);
+  return Walk::template run<copy_from_iter_steps>(i, bytes, addr, nullptr);
 }
 
 // All or nothing: on a short copy the iterator is reverted and false returned.
-[[nodiscard]] inline bool copy_to_iter_full(const void* addr, size_t bytes, iov_iter* i) {
-  size_t copied = copy_to_iter(addr, bytes, i);
+template <class Walk>
+inline bool copy_to_iter_full(const void* addr, size_t bytes, iov_iter* i) {
+  size_t copied = copy_to_iter<Walk>(addr, bytes, i);
   if (IOV_LIKELY(copied == bytes))
     return true;
   iov_iter_revert(i, copied);
   return false;
 }
 
-[[nodiscard]] inline bool copy_from_iter_full(void* addr, size_t bytes, iov_iter* i) {
-  size_t copied = copy_from_iter(addr, bytes, i);
+template <class Walk>
+inline bool copy_from_iter_full(void* addr, size_t bytes, iov_iter* i) {
+  size_t copied = copy_from_iter<Walk>(addr, bytes, i);
   if (IOV_LIKELY(copied == bytes))
     return true;
   iov_iter_revert(i, copied);
   return false;
 }
 
-namespace internal {
 // copy_page_{to,from}_iter: page by page from page + offset / PAGE_SIZE on, as
 // within a kernel compound page (the caller vouches the frames are one
 // allocation); stops at the first short copy.
@@ -138,38 +120,56 @@ inline size_t copy_page_pieces(page* pg, size_t offset, size_t bytes, CopyPiece&
   }
   return res;
 }
-}  // namespace internal
 
+template <class Walk>
 inline size_t copy_page_to_iter(page* pg, size_t offset, size_t bytes, iov_iter* i) {
   if (IOV_UNLIKELY(i->data_source))
     return 0;
-  return internal::copy_page_pieces(pg, offset, bytes,
-                                    [i](char* from, size_t n) { return copy_to_iter(from, n, i); });
+  return copy_page_pieces(pg, offset, bytes, [i](char* from, size_t n) { return copy_to_iter<Walk>(from, n, i); });
 }
 
+template <class Walk>
 inline size_t copy_page_from_iter(page* pg, size_t offset, size_t bytes, iov_iter* i) {
   if (IOV_UNLIKELY(!i->data_source))
     return 0;
-  return internal::copy_page_pieces(pg, offset, bytes,
-                                    [i](char* to, size_t n) { return copy_from_iter(to, n, i); });
+  return copy_page_pieces(pg, offset, bytes, [i](char* to, size_t n) { return copy_from_iter<Walk>(to, n, i); });
 }
 
-namespace internal {
-IOV_NOINLINE inline size_t iov_iter_zero_walk(size_t bytes, iov_iter* i) {
-  return iterate_and_advance(i, bytes, nullptr, zero_to_user_iter, zero_to_iter);
+// Zero-fills the next bytes of the iterator (no direction check, as the kernel's).
+template <class Walk>
+IOV_ALWAYS_INLINE size_t iov_iter_zero(size_t bytes, iov_iter* i) {
+  return Walk::template run<zero_steps>(i, bytes, nullptr, nullptr);
 }
 }  // namespace internal
 
-// Zero-fills the next bytes of the iterator (no direction check, as the
-// kernel's); the UBUF case inlines, as in copy_to_iter().
-IOV_ALWAYS_INLINE size_t iov_iter_zero(size_t bytes, iov_iter* i) {
-  if (IOV_LIKELY(iter_is_ubuf(i)))
-    return iterate_ubuf(i, bytes, nullptr, nullptr, internal::zero_to_user_iter);
-  return internal::iov_iter_zero_walk(bytes, i);
+// The single-buffer case inlines into the caller as a bare memcpy; the other
+// types share one out-of-line walk per operation (internal::ubuf_first_walk).
+IOV_ALWAYS_INLINE size_t copy_to_iter(const void* addr, size_t bytes, iov_iter* i) {
+  return internal::copy_to_iter<internal::ubuf_first_walk>(addr, bytes, i);
 }
 
-inline size_t iov_iter_zero_outofline(size_t bytes, iov_iter* i) {
-  return generic_iterate(i, bytes, nullptr, nullptr, internal::zero_to_user_iter, internal::zero_to_iter);
+IOV_ALWAYS_INLINE size_t copy_from_iter(void* addr, size_t bytes, iov_iter* i) {
+  return internal::copy_from_iter<internal::ubuf_first_walk>(addr, bytes, i);
+}
+
+[[nodiscard]] inline bool copy_to_iter_full(const void* addr, size_t bytes, iov_iter* i) {
+  return internal::copy_to_iter_full<internal::ubuf_first_walk>(addr, bytes, i);
+}
+
+[[nodiscard]] inline bool copy_from_iter_full(void* addr, size_t bytes, iov_iter* i) {
+  return internal::copy_from_iter_full<internal::ubuf_first_walk>(addr, bytes, i);
+}
+
+inline size_t copy_page_to_iter(page* pg, size_t offset, size_t bytes, iov_iter* i) {
+  return internal::copy_page_to_iter<internal::ubuf_first_walk>(pg, offset, bytes, i);
+}
+
+inline size_t copy_page_from_iter(page* pg, size_t offset, size_t bytes, iov_iter* i) {
+  return internal::copy_page_from_iter<internal::ubuf_first_walk>(pg, offset, bytes, i);
+}
+
+IOV_ALWAYS_INLINE size_t iov_iter_zero(size_t bytes, iov_iter* i) {
+  return internal::iov_iter_zero<internal::ubuf_first_walk>(bytes, i);
 }
 
 }  // namespace iov

@@ -14,8 +14,7 @@
 // lines to reach memory, so one call per page costs about twice one call
 // per many pages: batch pages into one iterator where possible.
 // As copy_from_iter(): 0 and no change on an ITER_DEST iterator, the count is
-// clamped, and an injected user-copy fault stops it short. The out-of-line
-// twin is internal::copy_from_iter_nocache_outofline().
+// clamped, and an injected user-copy fault stops it short.
 #pragma once
 
 #include <cstddef>
@@ -23,6 +22,7 @@
 #include "iov/config.hpp"
 #include "iov/internal/fault_inject.hpp"
 #include "iov/internal/memcpy_nt.hpp"
+#include "iov/internal/walk.hpp"
 #include "iov/iov_iter.hpp"
 #include "iov/iterate.hpp"
 #include "iov/rcu.hpp"
@@ -30,8 +30,7 @@
 namespace iov {
 
 namespace internal {
-// The steps, with stable addresses for generic_iterate(): priv is the
-// destination, priv2 the memcpy_nt_batch that collects the pieces.
+// The steps: priv is the destination, priv2 the memcpy_nt_batch that collects the pieces.
 inline size_t memcpy_from_iter_nocache(void* iter_from, size_t progress, size_t len, void* to, void* batch) {
   static_cast<memcpy_nt_batch*>(batch)->add(static_cast<char*>(to) + progress, iter_from, len);
   return 0;
@@ -42,41 +41,30 @@ inline size_t copy_from_user_iter_nocache(void* iter_from, size_t progress, size
   return len - n;
 }
 
-// Runs walk(batch) and completes the batch. The batch may still hold pieces
-// when the walk returns: an XARRAY walk's pages are only safe inside an RCU
-// read-side section, so for those the section spans the copy too.
+using copy_nocache_steps = steps<copy_from_user_iter_nocache, memcpy_from_iter_nocache>;
+
+// The batch may still hold pieces when the walk returns: an XARRAY walk's
+// pages are only safe inside an RCU read-side section, so for those the
+// section spans the copy too.
 template <class Walk>
-IOV_ALWAYS_INLINE size_t copy_nocache_batched(const iov_iter* i, Walk&& walk) {
+inline size_t copy_from_iter_nocache(void* addr, size_t bytes, iov_iter* i) {
+  if (IOV_UNLIKELY(!i->data_source))
+    return 0;
   memcpy_nt_batch batch;
   if (IOV_UNLIKELY(iov_iter_is_xarray(i))) {
     rcu_read_guard rcu;
-    size_t n = walk(&batch);
+    size_t n = Walk::template run<copy_nocache_steps>(i, bytes, addr, &batch);
     batch.finish();
     return n;
   }
-  size_t n = walk(&batch);
+  size_t n = Walk::template run<copy_nocache_steps>(i, bytes, addr, &batch);
   batch.finish();
   return n;
 }
 }  // namespace internal
 
 inline size_t copy_from_iter_nocache(void* addr, size_t bytes, iov_iter* i) {
-  if (IOV_UNLIKELY(!i->data_source))
-    return 0;
-  return internal::copy_nocache_batched(i, [&](internal::memcpy_nt_batch* batch) {
-    return iterate_and_advance2(i, bytes, addr, batch, internal::copy_from_user_iter_nocache,
-                                internal::memcpy_from_iter_nocache);
-  });
+  return internal::copy_from_iter_nocache<internal::inline_walk>(addr, bytes, i);
 }
-
-namespace internal {
-inline size_t copy_from_iter_nocache_outofline(void* addr, size_t bytes, iov_iter* i) {
-  if (IOV_UNLIKELY(!i->data_source))
-    return 0;
-  return copy_nocache_batched(i, [&](memcpy_nt_batch* batch) {
-    return generic_iterate(i, bytes, addr, batch, copy_from_user_iter_nocache, memcpy_from_iter_nocache);
-  });
-}
-}  // namespace internal
 
 }  // namespace iov

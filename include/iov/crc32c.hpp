@@ -11,9 +11,8 @@
 // inversion before or after; the standard CRC-32C of a buffer is
 // ~crc32c(~0u, p, len). ISA-L's crc32_iscsi() is the engine (it dispatches up
 // to AVX-512 VPCLMULQDQ) and has the same convention. The fused forms use
-// their own one-pass copy+fold kernel (src/crc32c.cc). Each iterator form has
-// an *_outofline twin with identical results: the named steps below through
-// generic_iterate().
+// their own one-pass copy+fold kernel (src/crc32c.cc). Each iterator form is
+// one body over a walk (internal/walk.hpp).
 #pragma once
 
 #include <isa-l/crc.h>
@@ -24,6 +23,7 @@
 #include "iov/config.hpp"
 #include "iov/internal/crc32c_simd.hpp"
 #include "iov/internal/fault_inject.hpp"
+#include "iov/internal/walk.hpp"
 #include "iov/iov_iter.hpp"
 #include "iov/iterate.hpp"
 
@@ -72,7 +72,7 @@ inline uint32_t crc32c_combine(uint32_t crc1, uint32_t crc2, size_t len2) {
 }
 
 namespace internal {
-// Steps with stable addresses, for generic_iterate(). priv/priv2:
+// The steps. priv/priv2:
 //   crc32c_step:           priv = uint32_t* crc
 //   crc32c_copy_to_*:      priv = const char* from (the source), priv2 = uint32_t* crc
 //   crc32c_copy_from_*:    priv = char* to (the destination),   priv2 = uint32_t* crc
@@ -105,49 +105,61 @@ inline size_t crc32c_copy_from_user_iter_step(void* iter_from, size_t progress, 
   crc32c_copy_from_iter_step(iter_from, progress, n, to, priv2);
   return len - n;
 }
+
+using crc32c_steps = steps<crc32c_step, crc32c_step>;
+using crc32c_copy_to_iter_steps = steps<crc32c_copy_to_user_iter_step, crc32c_copy_to_iter_step>;
+using crc32c_copy_from_iter_steps = steps<crc32c_copy_from_user_iter_step, crc32c_copy_from_iter_step>;
+
+// The local c: a CRC whose address stays inside an inlined walk lives in a register.
+template <class Walk>
+inline size_t crc32c_iter(iov_iter* i, size_t bytes, uint32_t* crc) {
+  if (IOV_UNLIKELY(iov_iter_is_discard(i)))
+    return 0;
+  uint32_t c = *crc;
+  size_t n = Walk::template run<crc32c_steps>(i, bytes, &c, nullptr);
+  *crc = c;
+  return n;
+}
+
+template <class Walk>
+inline size_t crc32c_and_copy_to_iter(const void* addr, size_t bytes, uint32_t* crc, iov_iter* i) {
+  if (IOV_UNLIKELY(i->data_source))
+    return 0;
+  uint32_t c = *crc;
+  size_t n = Walk::template run<crc32c_copy_to_iter_steps>(i, bytes, const_cast<void*>(addr), &c);
+  *crc = IOV_UNLIKELY(iov_iter_is_discard(i)) ? crc32c(c, addr, n) : c;
+  return n;
+}
+
+template <class Walk>
+inline size_t crc32c_and_copy_from_iter(void* addr, size_t bytes, uint32_t* crc, iov_iter* i) {
+  if (IOV_UNLIKELY(!i->data_source))
+    return 0;
+  uint32_t c = *crc;
+  size_t n = Walk::template run<crc32c_copy_from_iter_steps>(i, bytes, addr, &c);
+  *crc = c;
+  return n;
+}
 }  // namespace internal
 
 // *crc = crc32c(*crc, the next bytes of the iterator); advances past them and
 // returns how many. Reads the memory whatever the direction (the CRC of what a
 // read just filled in). A discard iterator has no memory: nothing is processed.
 inline size_t crc32c_iter(iov_iter* i, size_t bytes, uint32_t* crc) {
-  if (IOV_UNLIKELY(iov_iter_is_discard(i)))
-    return 0;
-  uint32_t c = *crc;  // a local whose address stays in the inlined walk lives in a register
-  size_t n = iterate_and_advance2(i, bytes, &c, nullptr, internal::crc32c_step, internal::crc32c_step);
-  *crc = c;
-  return n;
+  return internal::crc32c_iter<internal::inline_walk>(i, bytes, crc);
 }
 
 // copy_to_iter() that also extends *crc over the bytes copied, reading each
 // once. On an ITER_SOURCE iterator: 0, *crc unchanged. A discard iterator
 // consumes without copying; *crc then covers the source bytes consumed.
 inline size_t crc32c_and_copy_to_iter(const void* addr, size_t bytes, uint32_t* crc, iov_iter* i) {
-  if (IOV_UNLIKELY(i->data_source))
-    return 0;
-  uint32_t c = *crc;
-  size_t n = iterate_and_advance2(i, bytes, const_cast<void*>(addr), &c, internal::crc32c_copy_to_user_iter_step,
-                                  internal::crc32c_copy_to_iter_step);
-  *crc = IOV_UNLIKELY(iov_iter_is_discard(i)) ? crc32c(c, addr, n) : c;
-  return n;
+  return internal::crc32c_and_copy_to_iter<internal::inline_walk>(addr, bytes, crc, i);
 }
 
 // copy_from_iter() that also extends *crc over the bytes copied, reading each
 // once. On an ITER_DEST iterator (discard included): 0, *crc unchanged.
 inline size_t crc32c_and_copy_from_iter(void* addr, size_t bytes, uint32_t* crc, iov_iter* i) {
-  if (IOV_UNLIKELY(!i->data_source))
-    return 0;
-  uint32_t c = *crc;
-  size_t n = iterate_and_advance2(i, bytes, addr, &c, internal::crc32c_copy_from_user_iter_step,
-                                  internal::crc32c_copy_from_iter_step);
-  *crc = c;
-  return n;
+  return internal::crc32c_and_copy_from_iter<internal::inline_walk>(addr, bytes, crc, i);
 }
-
-// The same operations through generic_iterate() and the named steps above
-// (src/crc32c.cc): one compiled walk, a call per step.
-size_t crc32c_iter_outofline(iov_iter* i, size_t bytes, uint32_t* crc);
-size_t crc32c_and_copy_to_iter_outofline(const void* addr, size_t bytes, uint32_t* crc, iov_iter* i);
-size_t crc32c_and_copy_from_iter_outofline(void* addr, size_t bytes, uint32_t* crc, iov_iter* i);
 
 }  // namespace iov

@@ -1,5 +1,5 @@
-// iov.hpp: the whole library — the kernel-compatible layer of
-// ../shared/api-contract.md and the C++ layer over it.
+// iov.hpp: the whole library: the kernel-compatible layer of
+// docs/api-contract.md and the C++ layer over it.
 //
 //   #include <iov/iov.hpp>
 //   iov::iov_iter it;
@@ -7,21 +7,25 @@
 //   iov::copy_to_iter(src, len, &it);
 //
 // Data flows one way through the headers: pages and segments -> iterator ->
-// walk -> position and operations. Nothing lower includes anything higher.
+// walk -> position and operations -> the C++ layer. Nothing lower includes
+// anything higher. README.md lists which kernel header each one mirrors and
+// which work without the compiled library.
 #pragma once
 
 #include "iov/config.hpp"
 #include "iov/page.hpp"
-#include "iov/segments.hpp"
+#include "iov/highmem.hpp"
+#include "iov/bvec.hpp"
 #include "iov/rcu.hpp"
 #include "iov/xarray.hpp"
 #include "iov/iov_iter.hpp"
 #include "iov/iterate.hpp"
 #include "iov/position.hpp"
+#include "iov/extract.hpp"
 #include "iov/copy.hpp"
 #include "iov/copy_nocache.hpp"
 #include "iov/crc32c.hpp"
 #include "iov/zero_scan.hpp"
-#include "iov/pieces.hpp"
-#include "iov/iter.hpp"
 #include "iov/registered_buffers.hpp"
+#include "iov/cxx/pieces.hpp"
+#include "iov/cxx/iter.hpp"

@@ -1,5 +1,6 @@
-// iov_iter.hpp: the iterator over a scatter-gather list, its initializers and
-// its type and direction queries (the kernel's include/linux/uio.h).
+// iov_iter.hpp: the iterator over a scatter-gather list, its segment types,
+// initializers and type and direction queries (the kernel's
+// include/linux/uio.h; bio_vec is in bvec.hpp).
 //
 // An iov_iter walks one of six shapes: one user buffer (UBUF), an array of
 // ::iovec (IOVEC), of kvec (KVEC), of bio_vec pages (BVEC), the pages of an
@@ -23,11 +24,18 @@
 #include <type_traits>
 
 #include "iov/config.hpp"
-#include "iov/segments.hpp"
+#include "iov/bvec.hpp"
 
 namespace iov {
 
 struct xarray;
+
+// A segment of kernel memory: ::iovec's layout.
+struct kvec {
+  void* iov_base;
+  size_t iov_len;
+};
+static_assert(sizeof(kvec) == sizeof(::iovec) && offsetof(kvec, iov_len) == offsetof(::iovec, iov_len));
 
 inline constexpr unsigned READ = 0, WRITE = 1;
 inline constexpr unsigned ITER_DEST = READ;     // data goes into it
@@ -36,9 +44,8 @@ inline constexpr unsigned ITER_SOURCE = WRITE;  // data comes out of it
 enum iter_type : uint8_t { ITER_UBUF, ITER_IOVEC, ITER_BVEC, ITER_KVEC, ITER_XARRAY, ITER_DISCARD };
 
 struct iov_iter {
-  uint8_t type;      // the kernel's iter_type (an iter_type value)
-  bool nofault;      // kept for layout parity; user space never faults in
-  bool data_source;  // ITER_SOURCE: data is read out of the segments
+  uint8_t type;       // the kernel's iter_type (an iter_type value)
+  bool data_source;   // ITER_SOURCE: data is read out of the segments
   size_t iov_offset;  // offset into the current segment (UBUF: into the buffer; XARRAY: from xarray_start)
   union {
     void* ubuf;
@@ -79,20 +86,61 @@ inline bool user_backed_iter(const iov_iter* i) { return iter_is_ubuf(i) || iter
 inline int iov_iter_rw(const iov_iter* i) { return i->data_source ? ITER_SOURCE : ITER_DEST; }
 
 namespace internal {
+// The three segment arrays, IOVEC, KVEC and BVEC, seen alike, so that what
+// walks an array (advance, revert, npages, alignment, ...) is written once
+// for the three; the kernel writes a pair of each. What differs is here:
+//   type         the iterator type of an array of Seg
+//   len(s)       the segment's length
+//   start(s)     where its bytes start as npages and the alignment queries see
+//                it: the address for IOVEC/KVEC, the offset into the first
+//                page for BVEC (the kernel's iov_iter_alignment_bvec)
+//   skips_empty  an empty segment counts for nothing in npages and alignment
+//                (the kernel's iovec versions test `if (len)`, its bvec ones
+//                do not; its alignment check skips none)
+template <class Seg>
+struct seg_traits;
+template <>
+struct seg_traits<::iovec> {
+  static constexpr iter_type type = ITER_IOVEC;
+  static constexpr bool skips_empty = true;
+  static size_t len(const ::iovec& s) { return s.iov_len; }
+  static unsigned long start(const ::iovec& s) { return reinterpret_cast<unsigned long>(s.iov_base); }
+};
+template <>
+struct seg_traits<kvec> {
+  static constexpr iter_type type = ITER_KVEC;
+  static constexpr bool skips_empty = true;
+  static size_t len(const kvec& s) { return s.iov_len; }
+  static unsigned long start(const kvec& s) { return reinterpret_cast<unsigned long>(s.iov_base); }
+};
+template <>
+struct seg_traits<bio_vec> {
+  static constexpr iter_type type = ITER_BVEC;
+  static constexpr bool skips_empty = false;
+  static size_t len(const bio_vec& s) { return s.bv_len; }
+  static unsigned long start(const bio_vec& s) { return s.bv_offset; }
+};
+
+// The iterator's current-segment pointer for an array of Seg.
+template <class Seg>
+IOV_ALWAYS_INLINE const Seg*& iter_segs(iov_iter* i) {
+  if constexpr (std::is_same_v<Seg, ::iovec>)
+    return i->iov;
+  else if constexpr (std::is_same_v<Seg, kvec>)
+    return i->kvec;
+  else
+    return i->bvec;
+}
+template <class Seg>
+IOV_ALWAYS_INLINE const Seg* iter_segs(const iov_iter* i) {
+  return iter_segs<Seg>(const_cast<iov_iter*>(i));
+}
+
 inline void check_direction(unsigned direction) {
   (void)IOV_BUG_ON(direction != ITER_DEST && direction != ITER_SOURCE,
-             "iov_iter init: direction must be ITER_DEST or ITER_SOURCE");
+                   "iov_iter init: direction must be ITER_DEST or ITER_SOURCE");
 }
-// Sum of segment lengths, saturating, for the count check of the initializers.
-template <class Seg, class Len>
-inline size_t segments_total(const Seg* segs, unsigned long nr, Len len_of) {
-  size_t total = 0;
-  for (unsigned long k = 0; k < nr; k++) {
-    size_t l = len_of(segs[k]);
-    total = total + l < total ? SIZE_MAX : total + l;
-  }
-  return total;
-}
+
 inline void init_common(iov_iter* i, iter_type type, unsigned direction, size_t count) {
   check_direction(direction);
   *i = iov_iter{};
@@ -100,6 +148,24 @@ inline void init_common(iov_iter* i, iter_type type, unsigned direction, size_t 
   i->data_source = direction != 0;
   i->count = count;
   i->orig_count = count;
+}
+
+// The initializer of an array of Seg; `what` names the caller in the check.
+template <class Seg>
+inline void init_segs(iov_iter* i, unsigned direction, const Seg* segs, unsigned long nr_segs, size_t count,
+                      [[maybe_unused]] const char* what) {
+#if IOV_CHECKS
+  size_t total = 0;  // saturating
+  for (unsigned long k = 0; k < nr_segs; k++) {
+    size_t l = seg_traits<Seg>::len(segs[k]);
+    total = total + l < total ? SIZE_MAX : total + l;
+  }
+  (void)IOV_BUG_ON(count > total, what);
+#endif
+  init_common(i, seg_traits<Seg>::type, direction, count);
+  iter_segs<Seg>(i) = segs;
+  i->segs_origin = segs;
+  i->nr_segs = nr_segs;
 }
 }  // namespace internal
 
@@ -111,38 +177,17 @@ inline void iov_iter_ubuf(iov_iter* i, unsigned direction, void* buf, size_t cou
 
 inline void iov_iter_init(iov_iter* i, unsigned direction, const ::iovec* iov, unsigned long nr_segs,
                           size_t count) {
-#if IOV_CHECKS
-  (void)IOV_BUG_ON(count > internal::segments_total(iov, nr_segs, [](const ::iovec& v) { return v.iov_len; }),
-             "iov_iter_init: count exceeds the segments' total");
-#endif
-  internal::init_common(i, ITER_IOVEC, direction, count);
-  i->iov = iov;
-  i->segs_origin = iov;
-  i->nr_segs = nr_segs;
+  internal::init_segs(i, direction, iov, nr_segs, count, "iov_iter_init: count exceeds the segments' total");
 }
 
 inline void iov_iter_kvec(iov_iter* i, unsigned direction, const kvec* kv, unsigned long nr_segs,
                           size_t count) {
-#if IOV_CHECKS
-  (void)IOV_BUG_ON(count > internal::segments_total(kv, nr_segs, [](const kvec& v) { return v.iov_len; }),
-             "iov_iter_kvec: count exceeds the segments' total");
-#endif
-  internal::init_common(i, ITER_KVEC, direction, count);
-  i->kvec = kv;
-  i->segs_origin = kv;
-  i->nr_segs = nr_segs;
+  internal::init_segs(i, direction, kv, nr_segs, count, "iov_iter_kvec: count exceeds the segments' total");
 }
 
 inline void iov_iter_bvec(iov_iter* i, unsigned direction, const bio_vec* bv, unsigned long nr_segs,
                           size_t count) {
-#if IOV_CHECKS
-  (void)IOV_BUG_ON(count > internal::segments_total(bv, nr_segs, [](const bio_vec& v) { return size_t{v.bv_len}; }),
-             "iov_iter_bvec: count exceeds the segments' total");
-#endif
-  internal::init_common(i, ITER_BVEC, direction, count);
-  i->bvec = bv;
-  i->segs_origin = bv;
-  i->nr_segs = nr_segs;
+  internal::init_segs(i, direction, bv, nr_segs, count, "iov_iter_bvec: count exceeds the segments' total");
 }
 
 // Entries are page*, at index = byte offset >> PAGE_SHIFT; a missing index ends the walk.

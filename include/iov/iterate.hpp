@@ -8,19 +8,22 @@
 //       },
 //       /* step for kernel-backed types */ ...);
 //
-// The templates inline their steps (a lambda becomes straight-line code in the
-// loop); generic_iterate() is the same walk compiled once in src/ and called
-// through function pointers. The contract is stated once, on
-// iterate_and_advance2() below.
+// The two step typedefs come first, then one walk per iterator type, all of
+// one shape, then iterate_and_advance2(), whose comment states the contract
+// once. The templates inline their steps (a lambda becomes straight-line code
+// in the loop); generic_iterate() is the same walk compiled once in src/ and
+// called through function pointers. How operations choose between the two is
+// in internal/walk.hpp.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 
+#include "iov/bvec.hpp"
 #include "iov/config.hpp"
+#include "iov/highmem.hpp"
 #include "iov/iov_iter.hpp"
 #include "iov/page.hpp"
-#include "iov/segments.hpp"
 #include "iov/rcu.hpp"
 #include "iov/xarray.hpp"
 
@@ -30,25 +33,22 @@ using iov_step_f = size_t (*)(void* iter_base, size_t progress, size_t len, void
 using iov_ustep_f = size_t (*)(void* iter_base, size_t progress, size_t len, void* priv, void* priv2);
 
 namespace internal {
-
-// The per-type walks assume 0 < len <= iter->count and the right type; the
-// public iterate_<type>() below establish that.
-
-// Handle ITER_UBUF.
-template <class Step>
-IOV_ALWAYS_INLINE size_t walk_ubuf(iov_iter* iter, size_t len, void* priv, void* priv2, Step&& step) {
-  char* base = static_cast<char*>(iter->ubuf);
-  size_t remain = step(base + iter->iov_offset, 0, len, priv, priv2);
-  size_t progress = len - remain;
-  iter->iov_offset += progress;
-  iter->count -= progress;
-  return progress;
+// What every typed walk checks first: the iterator's type (a programming
+// error: nothing is processed, or an abort with IOV_CHECKS on) and len, clamped
+// to the count; false when there is nothing to do.
+IOV_ALWAYS_INLINE bool walk_begin(const iov_iter* iter, iter_type type, size_t& len,
+                                  [[maybe_unused]] const char* what) {
+  if (IOV_BUG_ON(iter->type != type, what))
+    return false;
+  if (IOV_UNLIKELY(iter->count < len))
+    len = iter->count;
+  return len != 0;
 }
 
-// Handle ITER_IOVEC and ITER_KVEC (same layout: base and length).
+// Handle ITER_IOVEC and ITER_KVEC: segments of base and length (seg_traits).
 template <class Seg, class Step>
-IOV_ALWAYS_INLINE size_t walk_vec(iov_iter* iter, const Seg*& segs, size_t len, void* priv, void* priv2,
-                                  Step&& step) {
+IOV_ALWAYS_INLINE size_t walk_segs(iov_iter* iter, size_t len, void* priv, void* priv2, Step&& step) {
+  const Seg*& segs = iter_segs<Seg>(iter);
   const Seg* p = segs;
   size_t progress = 0, skip = iter->iov_offset;
   do {
@@ -71,6 +71,36 @@ IOV_ALWAYS_INLINE size_t walk_vec(iov_iter* iter, const Seg*& segs, size_t len, 
   iter->count -= progress;
   return progress;
 }
+}  // namespace internal
+
+// Handle ITER_UBUF.
+template <class Step>
+IOV_ALWAYS_INLINE size_t iterate_ubuf(iov_iter* iter, size_t len, void* priv, void* priv2, Step&& step) {
+  if (!internal::walk_begin(iter, ITER_UBUF, len, "iterate_ubuf: iterator of another type"))
+    return 0;
+  char* base = static_cast<char*>(iter->ubuf);
+  size_t remain = step(base + iter->iov_offset, 0, len, priv, priv2);
+  size_t progress = len - remain;
+  iter->iov_offset += progress;
+  iter->count -= progress;
+  return progress;
+}
+
+// Handle ITER_IOVEC.
+template <class Step>
+IOV_ALWAYS_INLINE size_t iterate_iovec(iov_iter* iter, size_t len, void* priv, void* priv2, Step&& step) {
+  if (!internal::walk_begin(iter, ITER_IOVEC, len, "iterate_iovec: iterator of another type"))
+    return 0;
+  return internal::walk_segs<::iovec>(iter, len, priv, priv2, step);
+}
+
+// Handle ITER_KVEC.
+template <class Step>
+IOV_ALWAYS_INLINE size_t iterate_kvec(iov_iter* iter, size_t len, void* priv, void* priv2, Step&& step) {
+  if (!internal::walk_begin(iter, ITER_KVEC, len, "iterate_kvec: iterator of another type"))
+    return 0;
+  return internal::walk_segs<kvec>(iter, len, priv, priv2, step);
+}
 
 // Handle ITER_BVEC: a piece never crosses a page.
 //
@@ -82,7 +112,9 @@ IOV_ALWAYS_INLINE size_t walk_vec(iov_iter* iter, const Seg*& segs, size_t len, 
 // microcoded string operation, the instructions between steps are not hidden:
 // the short loop saves ~3% of a zero-fill of 4 KiB bvecs.
 template <class Step>
-IOV_ALWAYS_INLINE size_t walk_bvec(iov_iter* iter, size_t len, void* priv, void* priv2, Step&& step) {
+IOV_ALWAYS_INLINE size_t iterate_bvec(iov_iter* iter, size_t len, void* priv, void* priv2, Step&& step) {
+  if (!internal::walk_begin(iter, ITER_BVEC, len, "iterate_bvec: iterator of another type"))
+    return 0;
   const bio_vec* p = iter->bvec;
   size_t progress = 0, skip = iter->iov_offset;
   if (skip == 0) {
@@ -131,7 +163,9 @@ done:
 // Handle ITER_XARRAY: one page per index; a missing index ends the walk (the
 // kernel skips holes). The RCU read side keeps the tree's nodes alive.
 template <class Step>
-IOV_ALWAYS_INLINE size_t walk_xarray(iov_iter* iter, size_t len, void* priv, void* priv2, Step&& step) {
+IOV_ALWAYS_INLINE size_t iterate_xarray(iov_iter* iter, size_t len, void* priv, void* priv2, Step&& step) {
+  if (!internal::walk_begin(iter, ITER_XARRAY, len, "iterate_xarray: iterator of another type"))
+    return 0;
   size_t progress = 0;
   size_t start = static_cast<size_t>(iter->xarray_start) + iter->iov_offset;
   unsigned long index = start >> PAGE_SHIFT;
@@ -155,20 +189,14 @@ IOV_ALWAYS_INLINE size_t walk_xarray(iov_iter* iter, size_t len, void* priv, voi
   return progress;
 }
 
-// Handle ITER_DISCARD: no memory, nothing to call; just count.
-inline size_t walk_discard(iov_iter* iter, size_t len) {
+// Handle ITER_DISCARD: no memory, no step to call; just count.
+template <class Step>
+IOV_ALWAYS_INLINE size_t iterate_discard(iov_iter* iter, size_t len, void*, void*, Step&&) {
+  if (!internal::walk_begin(iter, ITER_DISCARD, len, "iterate_discard: iterator of another type"))
+    return 0;
   iter->count -= len;
   return len;
 }
-
-// Clamp len to the count; false when there is nothing to do.
-IOV_ALWAYS_INLINE bool clamp_len(const iov_iter* iter, size_t& len) {
-  if (IOV_UNLIKELY(iter->count < len))
-    len = iter->count;
-  return len != 0;
-}
-
-}  // namespace internal
 
 // iterate_and_advance2 - walk an iterator and advance it past what was processed
 // @iter: the iterator
@@ -183,25 +211,25 @@ IOV_ALWAYS_INLINE bool clamp_len(const iov_iter* iter, size_t& len) {
 // where progress counts the bytes already processed in this call. It returns
 // the bytes it did NOT process (0: all); a short step ends the walk. The
 // iterator ends advanced by exactly the bytes processed, which is also the
-// return value.
+// return value. The iterate_<type>() walks above are the same for callers
+// that know their iterator's type; on an iterator of another type they
+// process nothing (and abort with IOV_CHECKS on).
 template <class UStep, class Step>
 IOV_ALWAYS_INLINE size_t iterate_and_advance2(iov_iter* iter, size_t len, void* priv, void* priv2, UStep&& ustep,
                                               Step&& step) {
-  if (!internal::clamp_len(iter, len))
-    return 0;
   switch (iter->type) {
     case ITER_UBUF:
-      return internal::walk_ubuf(iter, len, priv, priv2, ustep);
+      return iterate_ubuf(iter, len, priv, priv2, ustep);
     case ITER_IOVEC:
-      return internal::walk_vec(iter, iter->iov, len, priv, priv2, ustep);
+      return iterate_iovec(iter, len, priv, priv2, ustep);
     case ITER_BVEC:
-      return internal::walk_bvec(iter, len, priv, priv2, step);
+      return iterate_bvec(iter, len, priv, priv2, step);
     case ITER_KVEC:
-      return internal::walk_vec(iter, iter->kvec, len, priv, priv2, step);
+      return iterate_kvec(iter, len, priv, priv2, step);
     case ITER_XARRAY:
-      return internal::walk_xarray(iter, len, priv, priv2, step);
+      return iterate_xarray(iter, len, priv, priv2, step);
     default:
-      return internal::walk_discard(iter, len);
+      return iterate_discard(iter, len, priv, priv2, step);
   }
 }
 
@@ -222,27 +250,8 @@ IOV_ALWAYS_INLINE size_t iterate_and_advance_kernel(iov_iter* iter, size_t len, 
 }
 
 // The same walk as iterate_and_advance2, compiled once in src/generic_iterate.cc
-// and never inlined into callers: steps are called through the pointers.
+// and never inlined into callers: steps are called through the pointers
+// (except the library's own, internal/walk.hpp).
 size_t generic_iterate(iov_iter* iter, size_t len, void* priv, void* priv2, iov_ustep_f ustep, iov_step_f step);
-
-// The per-type walks, for callers that know their iterator's type. Each clamps
-// len to the count; on an iterator of another type it processes nothing (and
-// aborts with IOV_CHECKS on).
-#define IOV_DEFINE_TYPED_WALK(name, itype, ...)                                                        \
-  template <class Step>                                                                                \
-  IOV_ALWAYS_INLINE size_t name(iov_iter* iter, size_t len, [[maybe_unused]] void* priv,               \
-                                [[maybe_unused]] void* priv2, Step&& step) {                           \
-    if (IOV_BUG_ON(iter->type != itype, #name ": iterator of another type") ||                        \
-        !internal::clamp_len(iter, len))                                                               \
-      return 0;                                                                                        \
-    return __VA_ARGS__;                                                                                \
-  }
-IOV_DEFINE_TYPED_WALK(iterate_ubuf, ITER_UBUF, internal::walk_ubuf(iter, len, priv, priv2, step))
-IOV_DEFINE_TYPED_WALK(iterate_iovec, ITER_IOVEC, internal::walk_vec(iter, iter->iov, len, priv, priv2, step))
-IOV_DEFINE_TYPED_WALK(iterate_kvec, ITER_KVEC, internal::walk_vec(iter, iter->kvec, len, priv, priv2, step))
-IOV_DEFINE_TYPED_WALK(iterate_bvec, ITER_BVEC, internal::walk_bvec(iter, len, priv, priv2, step))
-IOV_DEFINE_TYPED_WALK(iterate_xarray, ITER_XARRAY, internal::walk_xarray(iter, len, priv, priv2, step))
-IOV_DEFINE_TYPED_WALK(iterate_discard, ITER_DISCARD, ((void)step, internal::walk_discard(iter, len)))
-#undef IOV_DEFINE_TYPED_WALK
 
 }  // namespace iov

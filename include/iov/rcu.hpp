@@ -25,20 +25,27 @@ namespace iov {
 namespace internal {
 // This thread's read-side nesting depth.
 inline constinit thread_local unsigned rcu_read_depth = 0;
-void rcu_read_lock_outermost() noexcept;
-void rcu_read_unlock_outermost() noexcept;
+// In src/rcu.cc, on liburcu. Weak, so that a program using only the header
+// part of iov links without the library (the ITER_XARRAY walk, which every
+// iterate_and_advance2() carries, takes a read-side section). Where they are
+// absent, nothing of iov's RCU is in the program: no writer waits for
+// readers, and a section has nothing to do.
+[[gnu::weak]] void rcu_read_lock_outermost() noexcept;
+[[gnu::weak]] void rcu_read_unlock_outermost() noexcept;
 // Callbacks queued by call_rcu() and the deferred frees that have not run yet.
 unsigned long rcu_callbacks_pending() noexcept;
 }  // namespace internal
 
 IOV_ALWAYS_INLINE void rcu_read_lock() noexcept {
-  if (internal::rcu_read_depth++ == 0) internal::rcu_read_lock_outermost();
+  if (internal::rcu_read_depth++ == 0 && internal::rcu_read_lock_outermost)
+    internal::rcu_read_lock_outermost();
 }
 
 IOV_ALWAYS_INLINE void rcu_read_unlock() noexcept {
   if (IOV_BUG_ON(internal::rcu_read_depth == 0, "rcu_read_unlock: not in a read-side section"))
     return;
-  if (--internal::rcu_read_depth == 0) internal::rcu_read_unlock_outermost();
+  if (--internal::rcu_read_depth == 0 && internal::rcu_read_unlock_outermost)
+    internal::rcu_read_unlock_outermost();
 }
 
 // The kernel's lockdep query, exact here: is this thread inside a section?

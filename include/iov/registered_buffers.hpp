@@ -34,7 +34,7 @@
 #include "absl/types/span.h"
 #include "iov/iov_iter.hpp"
 #include "iov/page.hpp"
-#include "iov/segments.hpp"
+#include "iov/bvec.hpp"
 
 namespace iov {
 

@@ -13,15 +13,14 @@
 // scans, which call it once per piece, keep the wide loads on short and
 // unaligned pieces too. They read the memory whatever the iterator's
 // direction (a read just filled it). A DISCARD iterator has no memory: for
-// bytes > 0 nothing is processed and iov_iter_is_zero() is false. Each scan
-// has an *_outofline twin in iov::internal: the same steps through
-// generic_iterate().
+// bytes > 0 nothing is processed and iov_iter_is_zero() is false.
 #pragma once
 
 #include <cstddef>
 #include <cstring>
 
 #include "iov/config.hpp"
+#include "iov/internal/walk.hpp"
 #include "iov/internal/zero_scan_simd.hpp"
 #include "iov/iov_iter.hpp"
 #include "iov/iterate.hpp"
@@ -39,7 +38,7 @@ inline bool mem_is_zero(const void* p, size_t len) {
 }
 
 namespace internal {
-// The steps, with stable addresses for generic_iterate(); neither uses priv.
+// The steps; neither uses priv.
 // is_zero: all of a zero piece is processed, none of a non-zero one (the walk
 // stops there). skip_zeroes: the piece's zero prefix is processed and the rest
 // returned, so the walk stops exactly at the first non-zero byte.
@@ -59,12 +58,32 @@ inline size_t skip_zeroes_step(void* iter_base, size_t, size_t len, void*, void*
 // page when streaming).
 IOV_ALWAYS_INLINE void copy_iter_fields(iov_iter* to, const iov_iter* i) {
   to->type = i->type;
-  to->nofault = i->nofault;
   to->data_source = i->data_source;
   to->iov_offset = i->iov_offset;
   std::memcpy(&to->ubuf, &i->ubuf, sizeof to->ubuf);  // whichever pointer is live
   to->count = i->count;
   std::memcpy(&to->nr_segs, &i->nr_segs, sizeof to->nr_segs);  // or xarray_start
+}
+
+using is_zero_steps = steps<is_zero_step, is_zero_step>;
+using skip_zeroes_steps = steps<skip_zeroes_step, skip_zeroes_step>;
+
+template <class Walk>
+inline bool iov_iter_is_zero(const iov_iter* i, size_t bytes) {
+  if (bytes == 0)
+    return true;
+  if (bytes > i->count || iov_iter_is_discard(i))
+    return false;
+  iov_iter scan;
+  copy_iter_fields(&scan, i);
+  return Walk::template run<is_zero_steps>(&scan, bytes, nullptr, nullptr) == bytes;
+}
+
+template <class Walk>
+inline size_t iov_iter_skip_zeroes(iov_iter* i, size_t bytes) {
+  if (IOV_UNLIKELY(iov_iter_is_discard(i)))
+    return 0;
+  return Walk::template run<skip_zeroes_steps>(i, bytes, nullptr, nullptr);
 }
 }  // namespace internal
 
@@ -72,35 +91,14 @@ IOV_ALWAYS_INLINE void copy_iter_fields(iov_iter* to, const iov_iter* i) {
 // fewer remain (or for a DISCARD iterator); true for bytes == 0. Walks a copy:
 // the iterator does not move.
 inline bool iov_iter_is_zero(const iov_iter* i, size_t bytes) {
-  if (bytes == 0) return true;
-  if (bytes > i->count || iov_iter_is_discard(i)) return false;
-  iov_iter scan;
-  internal::copy_iter_fields(&scan, i);
-  return iterate_and_advance2(&scan, bytes, nullptr, nullptr, internal::is_zero_step, internal::is_zero_step) ==
-         bytes;
+  return internal::iov_iter_is_zero<internal::inline_walk>(i, bytes);
 }
 
 // Advances over the zero bytes at the front of the next `bytes` (clamped to
 // the count) and returns how many; the iterator then stands on the first
 // non-zero byte, or past `bytes`. A DISCARD iterator processes nothing.
 inline size_t iov_iter_skip_zeroes(iov_iter* i, size_t bytes) {
-  if (IOV_UNLIKELY(iov_iter_is_discard(i))) return 0;
-  return iterate_and_advance2(i, bytes, nullptr, nullptr, internal::skip_zeroes_step, internal::skip_zeroes_step);
+  return internal::iov_iter_skip_zeroes<internal::inline_walk>(i, bytes);
 }
-
-namespace internal {
-// The same scans through the out-of-line walk.
-inline bool iov_iter_is_zero_outofline(const iov_iter* i, size_t bytes) {
-  if (bytes == 0) return true;
-  if (bytes > i->count || iov_iter_is_discard(i)) return false;
-  iov_iter scan;
-  copy_iter_fields(&scan, i);
-  return generic_iterate(&scan, bytes, nullptr, nullptr, is_zero_step, is_zero_step) == bytes;
-}
-inline size_t iov_iter_skip_zeroes_outofline(iov_iter* i, size_t bytes) {
-  if (IOV_UNLIKELY(iov_iter_is_discard(i))) return 0;
-  return generic_iterate(i, bytes, nullptr, nullptr, skip_zeroes_step, skip_zeroes_step);
-}
-}  // namespace internal
 
 }  // namespace iov

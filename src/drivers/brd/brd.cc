@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "iov/highmem.hpp"
 #include "iov/position.hpp"
 #include "iov/rcu.hpp"
 #include "iov_drivers/internal/services.hpp"

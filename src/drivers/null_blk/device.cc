@@ -9,6 +9,7 @@
 #include <climits>
 
 #include "absl/strings/str_cat.h"
+#include "iov/highmem.hpp"
 #include "iov/zero_scan.hpp"
 #include "iov_drivers/internal/null_blk.hpp"
 #include "iov_drivers/internal/services.hpp"

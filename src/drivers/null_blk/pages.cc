@@ -14,6 +14,7 @@
 #include <new>
 #include <thread>
 
+#include "iov/highmem.hpp"
 #include "iov_drivers/internal/null_blk.hpp"
 
 namespace iov::internal {

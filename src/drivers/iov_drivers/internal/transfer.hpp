@@ -19,6 +19,8 @@
 #include <cstddef>
 #include <cstring>
 
+#include "iov/highmem.hpp"
+#include "iov/internal/outofline.hpp"
 #include "iov/iterate.hpp"
 #include "iov/page.hpp"
 #include "iov/zero_scan.hpp"
@@ -120,7 +122,7 @@ struct blk_copier {
     if constexpr (I == iteration_mode::inlined)
       return iov_iter_is_zero(it, len);
     else
-      return iov_iter_is_zero_outofline(it, len);
+      return iov::internal::outofline::iov_iter_is_zero(it, len);
   }
 
  private:

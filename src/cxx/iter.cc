@@ -1,9 +1,9 @@
-// import.cc: validated imports of user-supplied arrays (the kernel's
+// iter.cc: validated imports of user-supplied arrays (the kernel's
 // import_iovec()/import_ubuf() rules), reported as absl::Status.
 #include <climits>
 
 #include "absl/strings/str_cat.h"
-#include "iov/iter.hpp"
+#include "iov/cxx/iter.hpp"
 
 namespace iov {
 

@@ -1,26 +1,20 @@
-// segments.hpp: the segment types an iterator walks.
+// bvec.hpp: the bio_vec, a piece of memory named by its page (the kernel's
+// include/linux/bvec.h).
 //
-// kvec has ::iovec's layout (kernel memory); bio_vec names a page, an offset
-// into it and a length, and may run across several frames when they come from
-// one alloc_pages() or from virt_to_page() of one contiguous buffer.
+// A bio_vec names a page, an offset into it and a length, and may run across
+// several frames when they come from one alloc_pages() or from virt_to_page()
+// of one contiguous buffer.
 //
 //   iov::bio_vec bv;
 //   iov::bvec_set_page(&bv, iov::alloc_page(), 4096, 0);
 #pragma once
 
-#include <sys/uio.h>
-
 #include <cstddef>
 
+#include "iov/config.hpp"
 #include "iov/page.hpp"
 
 namespace iov {
-
-struct kvec {
-  void* iov_base;
-  size_t iov_len;
-};
-static_assert(sizeof(kvec) == sizeof(::iovec) && offsetof(kvec, iov_len) == offsetof(::iovec, iov_len));
 
 struct bio_vec {
   page* bv_page;

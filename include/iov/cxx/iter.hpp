@@ -9,7 +9,7 @@
 //
 // Every method is one call into the kernel-compatible layer, named after it;
 // get() hands out the iov_iter* for code ported from the kernel. The typed
-// forms (iov::bvec_iter etc.) are for callers that know their type: their
+// forms (iov::bvec_typed_iter etc.) are for callers that know their type: their
 // iterate() runs iterate_bvec() and friends, with no dispatch on the type.
 #pragma once
 
@@ -25,7 +25,7 @@
 #include "iov/copy.hpp"
 #include "iov/iov_iter.hpp"
 #include "iov/iterate.hpp"
-#include "iov/pieces.hpp"
+#include "iov/cxx/pieces.hpp"
 #include "iov/position.hpp"
 
 namespace iov {
@@ -188,11 +188,12 @@ class typed_iter : public iter {
   }
 };
 
-using ubuf_iter = typed_iter<ITER_UBUF>;
-using iovec_iter = typed_iter<ITER_IOVEC>;
-using kvec_iter = typed_iter<ITER_KVEC>;
-using bvec_iter = typed_iter<ITER_BVEC>;
-using xarray_iter = typed_iter<ITER_XARRAY>;
-using discard_iter = typed_iter<ITER_DISCARD>;
+// (Not bvec_iter and the like: the kernel's bvec.h has a struct bvec_iter.)
+using ubuf_typed_iter = typed_iter<ITER_UBUF>;
+using iovec_typed_iter = typed_iter<ITER_IOVEC>;
+using kvec_typed_iter = typed_iter<ITER_KVEC>;
+using bvec_typed_iter = typed_iter<ITER_BVEC>;
+using xarray_typed_iter = typed_iter<ITER_XARRAY>;
+using discard_typed_iter = typed_iter<ITER_DISCARD>;
 
 }  // namespace iov

@@ -1,5 +1,5 @@
-// pieces.hpp: the pieces of an iterator as a range of byte spans, for std::ranges
-// and range-v3 algorithms.
+// pieces.hpp: the pieces of an iterator as a range of byte spans, for
+// std::ranges algorithms (and range-v3's, with pieces_range_v3.hpp).
 //
 //   for (std::span<std::byte> piece : iov::pieces(it))
 //     total += piece.size();
@@ -18,72 +18,33 @@
 #include <ranges>
 #include <span>
 
-#include "range/v3/range_fwd.hpp"  // ranges::view_base, so range-v3 sees a view too
-
 #include "iov/iov_iter.hpp"
+#include "iov/iterate.hpp"
 #include "iov/position.hpp"
-#include "iov/xarray.hpp"
 
 namespace iov {
 
 namespace internal {
-// The first non-empty piece of an iterator, or an empty span at its end.
-inline std::span<std::byte> first_piece(iov_iter& i) {
-  for (;;) {
-    if (!i.count)
-      return {};
-    std::byte* base = nullptr;
-    size_t len = 0;
-    switch (i.type) {
-      case ITER_UBUF:
-        base = static_cast<std::byte*>(i.ubuf) + i.iov_offset;
-        len = i.count;
-        break;
-      case ITER_IOVEC:
-      case ITER_KVEC: {
-        const ::iovec* v = i.type == ITER_IOVEC ? i.iov : reinterpret_cast<const ::iovec*>(i.kvec);
-        base = static_cast<std::byte*>(v->iov_base) + i.iov_offset;
-        len = v->iov_len - i.iov_offset;
-        break;
-      }
-      case ITER_BVEC: {
-        size_t offset = i.bvec->bv_offset + i.iov_offset;
-        base = static_cast<std::byte*>(page_address(i.bvec->bv_page + offset / PAGE_SIZE)) + offset % PAGE_SIZE;
-        len = std::min(size_t{i.bvec->bv_len} - i.iov_offset, PAGE_SIZE - offset % PAGE_SIZE);
-        break;
-      }
-      case ITER_XARRAY: {
-        size_t pos = static_cast<size_t>(i.xarray_start) + i.iov_offset;
-        void* pg = xa_load(i.xarray, pos >> PAGE_SHIFT);
-        if (!pg)
-          return {};
-        base = static_cast<std::byte*>(pg) + (pos & (PAGE_SIZE - 1));
-        len = PAGE_SIZE - (pos & (PAGE_SIZE - 1));
-        break;
-      }
-      default:  // DISCARD has no memory
-        return {};
-    }
-    if (len)
-      return {base, std::min(len, i.count)};
-    // An empty segment (or the tail of one): step over it.
-    if (i.type == ITER_BVEC) {
-      i.bvec++;
-    } else if (i.type == ITER_KVEC) {
-      i.kvec++;
-    } else {
-      i.iov++;
-    }
-    i.nr_segs--;
-    i.iov_offset = 0;
-  }
+// The first non-empty piece of i, or an empty span at its end, found by the
+// walk itself (a step that records the piece and processes none of it, which
+// ends the walk): every iterator type's pieces are the walk's.
+inline std::span<std::byte> first_piece(const iov_iter& i) {
+  std::span<std::byte> piece;
+  auto record = [](void* base, size_t, size_t len, void* priv, void*) -> size_t {
+    if (len)  // an empty bvec piece: the walk goes on
+      *static_cast<std::span<std::byte>*>(priv) = {static_cast<std::byte*>(base), len};
+    return len;
+  };
+  iov_iter scratch = i;
+  iterate_and_advance2(&scratch, scratch.count, &piece, nullptr, record, record);
+  return piece;
 }
 }  // namespace internal
 
-// A view for both std::ranges and range-v3 (each recognises its own view_base;
+// A view for std::ranges (range-v3 sees one too with cxx/pieces_range_v3.hpp;
 // std::ranges::view_interface is left out as clang 14 cannot check it on an
 // incomplete class with libstdc++ 12).
-class pieces_view : public std::ranges::view_base, public ranges::view_base {
+class pieces_view : public std::ranges::view_base {
  public:
   class iterator {
    public:
@@ -93,7 +54,7 @@ class pieces_view : public std::ranges::view_base, public ranges::view_base {
     using iterator_category = std::input_iterator_tag;  // reference is not a true reference
 
     iterator() = default;
-    explicit iterator(const iov_iter& i) : it_(i) { piece_ = internal::first_piece(it_); }
+    explicit iterator(const iov_iter& i) : it_(i), piece_(internal::first_piece(it_)) {}
 
     value_type operator*() const { return piece_; }
     iterator& operator++() {

@@ -1,0 +1,240 @@
+// extract.hpp: an iterator's memory handed out as pages or iovecs, for I/O
+// that must name the memory rather than copy it (the kernel's
+// iov_iter_extract_pages(); iov_iter_to_iovecs() is user space's own, for
+// sendmsg and writev).
+//
+//   iov::page* pages[16];
+//   iov::page** p = pages;
+//   size_t off;
+//   ssize_t n = iov::iov_iter_extract_pages(&it, &p, 65536, 16, 0, &off);   // advances by n
+//   ::iovec v[8];
+//   unsigned nv = iov::iov_iter_to_iovecs(&it, v, 8, SIZE_MAX);           // does not advance
+#pragma once
+
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstddef>
+#include <cstdlib>
+
+#include "iov/config.hpp"
+#include "iov/iov_iter.hpp"
+#include "iov/iterate.hpp"
+#include "iov/page.hpp"
+#include "iov/position.hpp"
+#include "iov/rcu.hpp"
+#include "iov/xarray.hpp"
+
+namespace iov {
+
+namespace internal {
+// The kernel's want_pages_array(): how many entries to fill, allocating the
+// array when the caller passed none.
+inline unsigned want_pages_array(page*** res, size_t size, size_t start, unsigned maxpages) {
+  size_t count = div_round_up(size + start, PAGE_SIZE);
+  if (count > maxpages)
+    count = maxpages;
+  if (!*res && count) {
+    *res = static_cast<page**>(std::malloc(count * sizeof(page*)));
+    if (!*res)
+      return 0;
+  }
+  return static_cast<unsigned>(count);
+}
+
+// The tail UBUF, IOVEC and KVEC share: the pages under the `size` bytes of
+// contiguous memory at addr (at most maxpages of them), and the advance past
+// the bytes those pages hold.
+inline ssize_t extract_contiguous_pages(iov_iter* i, const char* addr, size_t size, page*** pages, unsigned maxpages,
+                                 size_t* offset0) {
+  size_t offset = offset_in_page(addr);
+  *offset0 = offset;
+  maxpages = want_pages_array(pages, size, offset, maxpages);
+  if (!maxpages)
+    return -ENOMEM;
+  page* first = virt_to_page(addr);
+  for (unsigned k = 0; k < maxpages; k++)
+    (*pages)[k] = first + k;
+  size = std::min(size, maxpages * PAGE_SIZE - offset);
+  iov_iter_advance(i, size);
+  return static_cast<ssize_t>(size);
+}
+
+// UBUF and IOVEC: the first non-empty segment, as pages of contiguous memory.
+inline ssize_t extract_user_pages(iov_iter* i, page*** pages, size_t maxsize, unsigned maxpages, size_t* offset0) {
+  const char* addr;
+  if (iter_is_ubuf(i)) {
+    addr = static_cast<const char*>(i->ubuf) + i->iov_offset;
+  } else {
+    addr = nullptr;
+    size_t skip = i->iov_offset;
+    for (unsigned long k = 0; k < i->nr_segs; k++, skip = 0) {
+      size_t len = i->iov[k].iov_len - skip;
+      if (!len)
+        continue;
+      maxsize = std::min(maxsize, len);
+      addr = static_cast<const char*>(i->iov[k].iov_base) + skip;
+      break;
+    }
+    if (!addr)
+      return 0;
+  }
+  return extract_contiguous_pages(i, addr, maxsize, pages, maxpages, offset0);
+}
+
+inline ssize_t extract_kvec_pages(iov_iter* i, page*** pages, size_t maxsize, unsigned maxpages, size_t* offset0) {
+  size_t skip = i->iov_offset, size;
+  for (;;) {
+    if (i->nr_segs == 0)
+      return 0;
+    size = std::min(maxsize, i->kvec->iov_len - skip);
+    if (size)
+      break;
+    i->iov_offset = 0;
+    i->nr_segs--;
+    i->kvec++;
+    skip = 0;
+  }
+  const char* kaddr = static_cast<const char*>(i->kvec->iov_base) + skip;
+  return extract_contiguous_pages(i, kaddr, size, pages, maxpages, offset0);
+}
+
+// BVEC: runs of whole pages across bvecs; stops where the next page would not
+// start at offset 0, or this one does not end at PAGE_SIZE (a hole).
+inline ssize_t extract_bvec_pages(iov_iter* i, page*** pages, size_t maxsize, unsigned maxpages, size_t* offset0) {
+  // Step over a finished or empty bvec (the kernel steps over one finished
+  // bvec only, and returns 0 at an empty one: a caller looping on the count
+  // would spin).
+  while (i->nr_segs && i->iov_offset >= i->bvec->bv_len) {
+    i->iov_offset = 0;
+    i->nr_segs--;
+    i->bvec++;
+  }
+  if (i->nr_segs == 0)
+    return 0;
+  size_t skip = i->iov_offset;
+  maxpages = want_pages_array(pages, maxsize, skip, maxpages);
+  if (!maxpages)
+    return -ENOMEM;
+  size_t size = 0, left = maxsize, done = skip;
+  unsigned long idx = 0;
+  unsigned k = 0;
+  while (left && idx < i->nr_segs) {
+    const bio_vec& seg = i->bvec[idx];
+    size_t off = seg.bv_offset + done;
+    page* pg = seg.bv_page + off / PAGE_SIZE;
+    size_t pg_off = off % PAGE_SIZE;
+    size_t len = std::min({left, size_t{seg.bv_len} - done, PAGE_SIZE - pg_off});
+    if (k) {
+      if (pg_off)
+        break;
+    } else {
+      *offset0 = pg_off;
+    }
+    (*pages)[k++] = pg;
+    size += len;
+    if (k >= maxpages || pg_off + len != PAGE_SIZE)
+      break;
+    left -= len;
+    done += len;
+    if (done >= seg.bv_len) {
+      done = 0;
+      idx++;
+    }
+  }
+  iov_iter_advance(i, size);
+  return static_cast<ssize_t>(size);
+}
+
+// XARRAY: consecutive present indices; a missing index ends the run.
+inline ssize_t extract_xarray_pages(iov_iter* i, page*** pages, size_t maxsize, unsigned maxpages, size_t* offset0) {
+  size_t pos = static_cast<size_t>(i->xarray_start) + i->iov_offset;
+  size_t offset = pos & (PAGE_SIZE - 1);
+  *offset0 = offset;
+  maxpages = want_pages_array(pages, maxsize, offset, maxpages);
+  if (!maxpages)
+    return -ENOMEM;
+  // One cursor for the run, as the kernel's iter_xarray_populate_pages():
+  // a lookup from the root per page would cost more than the page's copy.
+  page** out = *pages;  // held in a register: stores through it could alias *pages
+  unsigned nr = 0;
+  {
+    rcu_read_guard rcu;
+    XA_STATE(xas, i->xarray, pos >> PAGE_SHIFT);
+    for (void* e = xas_load(&xas); e; e = xas_next(&xas)) {
+      out[nr++] = static_cast<page*>(e);
+      if (nr == maxpages)
+        break;
+    }
+  }
+  size_t size = nr ? std::min(nr * PAGE_SIZE - offset, maxsize) : 0;
+  iov_iter_advance(i, size);
+  return static_cast<ssize_t>(size);
+}
+}  // namespace internal
+
+// *pages points to the caller's array of maxpages entries (or is nullptr: then
+// an array is malloc()ed, to be freed with free(), as the kernel kvmallocs one).
+// Nothing is pinned in user space; extraction_flags are accepted and ignored.
+// Returns the bytes covered, *offset0 the offset into the first page, and
+// advances; -EFAULT for DISCARD, -ENOMEM if an array cannot be allocated.
+inline ssize_t iov_iter_extract_pages(iov_iter* i, page*** pages, size_t maxsize, unsigned maxpages,
+                               unsigned /*extraction_flags*/, size_t* offset0) {
+  maxsize = std::min({maxsize, i->count, MAX_RW_COUNT});
+  if (!maxsize || !maxpages)
+    return 0;
+  switch (i->type) {
+    case ITER_UBUF:
+    case ITER_IOVEC:
+      return internal::extract_user_pages(i, pages, maxsize, maxpages, offset0);
+    case ITER_KVEC:
+      return internal::extract_kvec_pages(i, pages, maxsize, maxpages, offset0);
+    case ITER_BVEC:
+      return internal::extract_bvec_pages(i, pages, maxsize, maxpages, offset0);
+    case ITER_XARRAY:
+      return internal::extract_xarray_pages(i, pages, maxsize, maxpages, offset0);
+    default:
+      return -EFAULT;
+  }
+}
+
+// The next pieces of *i as iovecs, for sendmsg()/writev()/io_uring: fills at
+// most maxvecs entries covering at most maxsize bytes and returns how many
+// (*bytes, when given, gets the bytes they cover). Pieces are the walk's (see
+// iterate.hpp), with empty ones left out and neighbours that touch in memory
+// merged, so a multi-page bvec of contiguous frames is one iovec. Does not
+// advance: advance by what the system call took. DISCARD has no memory (0).
+// The addresses of an XARRAY's pages stay valid only as long as the pages do.
+inline unsigned iov_iter_to_iovecs(const iov_iter* i, ::iovec* vecs, unsigned maxvecs, size_t maxsize,
+                                  size_t* bytes = nullptr) {
+  struct out_vecs {
+    ::iovec* vecs;
+    unsigned max, nr;
+  } out{vecs, maxvecs, 0};
+  size_t covered = 0;
+  if (maxvecs && !iov_iter_is_discard(i)) {
+    // Walk a copy; a piece that finds no free entry is left unprocessed, which ends the walk.
+    auto step = [](void* base, size_t, size_t len, void* priv, void*) -> size_t {
+      auto* o = static_cast<out_vecs*>(priv);
+      if (!len)
+        return 0;
+      if (o->nr && static_cast<char*>(o->vecs[o->nr - 1].iov_base) + o->vecs[o->nr - 1].iov_len == base) {
+        o->vecs[o->nr - 1].iov_len += len;
+        return 0;
+      }
+      if (o->nr == o->max)
+        return len;
+      o->vecs[o->nr++] = {base, len};
+      return 0;
+    };
+    iov_iter scratch = *i;
+    covered = iterate_and_advance2(&scratch, maxsize, &out, nullptr, step, step);
+  }
+  if (bytes)
+    *bytes = covered;
+  return out.nr;
+}
+
+}  // namespace iov
