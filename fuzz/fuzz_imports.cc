@@ -55,6 +55,7 @@ struct extent {
   size_t len;
   bool real;
   bool writable = false;
+  bool shared = false;  // in the guarded region, which other extents may overlap
 };
 
 // Can this test touch the extent's bytes in direction `dir` (reading them for
@@ -79,7 +80,7 @@ struct guarded_region {
     size_t off = offset % (3 * kWindow);
     bool readable = off < 2 * kWindow && len <= 2 * kWindow - off;
     bool writable = off < kWindow && len <= kWindow - off;
-    return {base + off, len, readable, writable};
+    return {base + off, len, readable, writable, true};
   }
 };
 
@@ -174,7 +175,9 @@ void op_import_iovec(input& in, arena& a) {
     segs.push_back({reinterpret_cast<void*>(e.base), e.len});
     bad |= e.len > static_cast<size_t>(SSIZE_MAX) || (e.len && !e.base) || (e.len && wraps(e.base, e.len));
     total += std::min(e.len, iov::MAX_RW_COUNT - total);
-    all_real &= touchable(e, dir) || !e.len;
+    // Overlapping destinations are legal, but the model's check of a copy
+    // into them is not: only the arena's separate buffers are written.
+    all_real &= (touchable(e, dir) && !(dir == iov::ITER_DEST && e.shared)) || !e.len;
     if (all_real) real_prefix += e.len;
     want.push_back(e);
   }
