@@ -11,24 +11,21 @@
 #include <gtest/gtest.h>
 #include <linux/capability.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <fstream>
-#include <sstream>
-#include <thread>
-
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support/child_process.hpp"
@@ -263,19 +260,9 @@ TEST_F(ScanTest, MissingFileIsAnError) {
 }
 
 #ifdef IOV_SCAN_PATH
-// Removes CAP_IPC_LOCK for good (root's exec would grant it again) and sets
-// RLIMIT_MEMLOCK: in a child, before exec.
+// RLIMIT_MEMLOCK without CAP_IPC_LOCK, which bypasses it: in a child, before exec.
 void limit_memlock(rlim_t bytes) {
-  prctl(PR_CAPBSET_DROP, CAP_IPC_LOCK, 0, 0, 0);
-  __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
-  __user_cap_data_struct data[2] = {};
-  syscall(SYS_capget, &hdr, data);
-  for (auto& d : data) {
-    d.effective &= ~(1U << CAP_IPC_LOCK);
-    d.permitted &= ~(1U << CAP_IPC_LOCK);
-    d.inheritable &= ~(1U << CAP_IPC_LOCK);
-  }
-  syscall(SYS_capset, &hdr, data);
+  iov_test::drop_capability(CAP_IPC_LOCK);
   struct rlimit rl{bytes, bytes};
   setrlimit(RLIMIT_MEMLOCK, &rl);
 }

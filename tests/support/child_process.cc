@@ -2,10 +2,14 @@
 #include "support/child_process.hpp"
 
 #include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
 #include <poll.h>
 #include <pty.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -156,5 +160,25 @@ child_result child_process::finish(int timeout_ms) {
 }
 
 child_result run_child(const child_options& o, int timeout_ms) { return child_process(o).finish(timeout_ms); }
+
+void become_unprivileged() {
+  if (geteuid() != 0)
+    return;
+  setgroups(0, nullptr);
+  setgid(65534);
+  setuid(65534);
+}
+
+void drop_capability(int cap) {
+  prctl(PR_CAPBSET_DROP, cap, 0, 0, 0);  // fails without CAP_SETPCAP: then there is nothing to drop
+  __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2] = {};
+  syscall(SYS_capget, &hdr, data);
+  const unsigned bit = 1U << (cap % 32);
+  data[cap / 32].effective &= ~bit;
+  data[cap / 32].permitted &= ~bit;
+  data[cap / 32].inheritable &= ~bit;
+  syscall(SYS_capset, &hdr, data);
+}
 
 }  // namespace iov_test

@@ -72,4 +72,23 @@ class child_process {
 // child_process(o).finish(timeout_ms)
 child_result run_child(const child_options& o, int timeout_ms = 120000);
 
+// For in_child: removes capability `cap` (CAP_IPC_LOCK, CAP_SYS_RESOURCE, ...)
+// from this process for good, bounding set included, so that root's exec
+// does not grant it again and the limits it bypasses apply.
+void drop_capability(int cap);
+
+// For in_child: as root, becomes the unprivileged user nobody (65534), to
+// whom the per-user limits apply (root's processes are exempt from
+// RLIMIT_NPROC whatever their capabilities); otherwise does nothing.
+void become_unprivileged();
+
+// Whether this test program was built with a sanitizer (whose programs
+// reserve terabytes of address space: no RLIMIT_AS test can run under one).
+constexpr bool kSanitized =
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    true;
+#else
+    false;
+#endif
+
 }  // namespace iov_test
