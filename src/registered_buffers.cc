@@ -89,6 +89,15 @@ uint64_t first_unmapped_page(uint64_t start, uint64_t end) {
   return end;
 }
 
+// InvalidArgument naming the first page of the buffer that is not mapped, if any.
+absl::Status mapping_status(size_t slot, uint64_t base, size_t len, uint64_t start, uint64_t end) {
+  uint64_t hole = first_unmapped_page(start, end);
+  if (hole == end)
+    return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(range_text(slot, base, len), " is not mapped in this process (no page at 0x", absl::Hex(hole), ")"));
+}
+
 // Can the kernel pin these pages? io_uring's registration pins them
 // (pin_user_pages with FOLL_WRITE) and refuses the buffer with -EFAULT when
 // it cannot. MADV_POPULATE_WRITE (READ for a buffer that only supplies data)
@@ -103,28 +112,21 @@ absl::Status probe_memory(size_t slot, uint64_t base, size_t len, unsigned dir) 
   static const bool populate_supported =
       madvise(reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(&probe_target) & PAGE_MASK), PAGE_SIZE,
               MADV_POPULATE_READ) == 0;
-  if (!populate_supported || internal::registration_probe_mincore_only.load(std::memory_order_relaxed)) {
-    if (uint64_t hole = first_unmapped_page(start, end); hole != end)
-      return absl::InvalidArgumentError(absl::StrCat(range_text(slot, base, len),
-                                                     " is not mapped in this process (no page at 0x",
-                                                     absl::Hex(hole), ")"));
-    return absl::OkStatus();
-  }
+  if (!populate_supported || internal::registration_probe_mincore_only.load(std::memory_order_relaxed))
+    return mapping_status(slot, base, len, start, end);
   const bool receives = dir & IOV_REG_DEST;
   int err;
   do {
     err = madvise(reinterpret_cast<void*>(start), end - start, receives ? MADV_POPULATE_WRITE : MADV_POPULATE_READ)
               ? errno
               : 0;
-  } while (err == EINTR || err == EAGAIN);
+  } while (err == EINTR);
   switch (err) {
     case 0:
       return absl::OkStatus();
-    case ENOMEM:
-      if (uint64_t hole = first_unmapped_page(start, end); hole != end)
-        return absl::InvalidArgumentError(absl::StrCat(range_text(slot, base, len),
-                                                       " is not mapped in this process (no page at 0x",
-                                                       absl::Hex(hole), ")"));
+    case ENOMEM:  // no mapping, or no memory to fault it in
+      if (absl::Status st = mapping_status(slot, base, len, start, end); !st.ok())
+        return st;
       return absl::ResourceExhaustedError(
           absl::StrCat(range_text(slot, base, len), " could not be faulted in: ", std::strerror(err)));
     case EINVAL:

@@ -81,6 +81,12 @@ int exit_code(const child_result& r) {
   return r.status >= 0 && WIFEXITED(r.status) ? WEXITSTATUS(r.status) : -1;
 }
 
+bool peak_rss_below(const child_result& r, long kib) {
+  struct rusage self;
+  getrusage(RUSAGE_SELF, &self);
+  return r.usage.ru_maxrss < self.ru_maxrss + kib;
+}
+
 child_process::child_process(const child_options& o) {
   int read_end = -1, write_end = -1, slave = -1;
   if (o.output == child_output::pty) {

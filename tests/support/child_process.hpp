@@ -45,6 +45,11 @@ struct child_result {
 // exit status of a child that exited, else -1 (a signal, a timeout)
 int exit_code(const child_result& r);
 
+// Did the child's program use less than `kib` KiB of memory at its peak? Its
+// ru_maxrss also counts the pages of this process it was forked with (Linux
+// keeps the peak across exec), so the bound is this process's peak plus kib.
+bool peak_rss_below(const child_result& r, long kib);
+
 class child_process {
  public:
   explicit child_process(const child_options& o);

@@ -158,7 +158,7 @@ status_snapshot status_line::snapshot(uint64_t now_ns, double interval_s) {
       s.rate[d] += b;
       s.iops[d] += n;
     }
-    if (state == 'P' || state == '_' || state == 'X')
+    if (state == 'P' || state == 'E' || state == '_' || state == 'X')  // not started, or done
       continue;
     s.running++;
     double done = static_cast<double>(j.phase_done.load(std::memory_order_relaxed));

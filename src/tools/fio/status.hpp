@@ -5,16 +5,16 @@
 //   Jobs: 1 (f=1): [r(1)][45.0%][r=1234MiB/s][r=316k IOPS][eta 00m:05s]
 //
 // jobs running and the device open by each, each job's state as fio's run
-// letters (R/r sequential/random reads, W/w writes, M/m mixed, I prefilling,
-// V verifying, P not started, _ done, X failed) condensed into runs, the
-// percentage done, the bandwidth and IOPS of the last second per direction,
-// and the time left. Nothing is printed unless asked (main() asks only when
+// letters (R/r sequential/random reads, W/w writes, m mixed, I prefilling,
+// V verifying, P not started, E done and waiting for the verify, _ done, X
+// failed) condensed into runs, the percentage done, the bandwidth and IOPS of
+// the last second per direction, and the time left. Nothing is printed unless asked (main() asks only when
 // stdout is a terminal and the output is not JSON, as fio's --eta=auto).
 //
 //   std::vector<iov::fio::job_progress> progress(numjobs);
 //   iov::fio::status_line status(opts, progress, stdout);   // starts its thread
 //   ... the jobs update progress[k] ...
-//   status.stop();                                           // a last line, then '\n'
+//   status.stop();                                           // a newline after the last line
 #pragma once
 
 #include <atomic>
