@@ -9,7 +9,15 @@
 //
 // Other --benchmark_* options go to Google Benchmark unchanged. What is made of
 // the samples afterwards (statistics, summary, chart) is in report.cc.
+#include <regex.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <charconv>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -17,8 +25,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -56,17 +66,21 @@ std::string compiler_version() {
 
 constexpr char kUsage[] =
     "usage: iov-bench [--filter=REGEX] [--json=PATH] [--chart=PATH|--no-chart] [--tile=SIZE]\n"
-    "                 [--clock=cpu|wall] [--list]\n"
+    "                 [--clock=cpu|wall] [--rounds=N] [--list]\n"
     "                 [--benchmark_...=...]\n"
-    "  --filter=REGEX  run the benchmarks whose name matches (Google Benchmark's --benchmark_filter)\n"
-    "  --json=PATH     also write Google Benchmark's JSON there\n"
+    "  --filter=REGEX  run the benchmarks whose name matches (Google Benchmark's --benchmark_filter,\n"
+    "                  a POSIX extended regular expression)\n"
+    "  --json=PATH     also write Google Benchmark's JSON there (the directory must exist)\n"
     "  --chart=PATH    draw the medians with gnuplot (.svg or .png); by default next to --json\n"
-    "  --tile=SIZE     the physical size behind the tiled 256 MiB buffers (default 16k)\n"
+    "  --tile=SIZE     the physical size behind the tiled 256 MiB buffers: a power of two from 4k to 1m\n"
+    "                  (default 16k)\n"
     "  --clock=cpu     time samples by process CPU time (the default: robust on a shared machine)\n"
     "  --clock=wall    time samples by the wall clock, as the kernel's ktime_get_real()\n"
-    "  --rounds=N      run the selection N times over and merge each case's samples: steadier\n"
-    "                  medians on a shared machine (the JSON holds the last round)\n"
-    "  --list          print the names of the benchmarks that would run\n";
+    "  --rounds=N      run the selection N times over (1 to 100) and merge each case's samples:\n"
+    "                  steadier medians on a shared machine (the JSON holds the last round)\n"
+    "  --list          print the names of the benchmarks that would run\n"
+    "Exit status: 0 every case ran; 1 a case failed, none matched, or the JSON could not be\n"
+    "written; 2 a bad command line (an unwritable --json or --chart included).\n";
 
 struct options {
   std::string filter = ".";
@@ -77,23 +91,85 @@ struct options {
   std::vector<std::string> passthrough;
 };
 
-bool parse_size(const std::string& s, size_t* out) {
-  char* end = nullptr;
-  unsigned long long v = std::strtoull(s.c_str(), &end, 10);
-  if (end == s.c_str())
+// A whole number, digits only (no sign, no space), that fits in 64 bits.
+bool parse_digits(std::string_view s, uint64_t* out) {
+  if (s.empty())
     return false;
-  std::string unit(end);
-  if (unit == "k" || unit == "K")
-    v <<= 10;
-  else if (unit == "m" || unit == "M")
-    v <<= 20;
-  else if (!unit.empty())
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && end == s.data() + s.size() && std::isdigit(static_cast<unsigned char>(s[0]));
+}
+
+// A size with an optional k or m, checked for overflow.
+bool parse_size(std::string s, size_t* out) {
+  unsigned shift = 0;
+  if (!s.empty() && (s.back() == 'k' || s.back() == 'K' || s.back() == 'm' || s.back() == 'M')) {
+    shift = s.back() == 'k' || s.back() == 'K' ? 10 : 20;
+    s.pop_back();
+  }
+  uint64_t v;
+  if (!parse_digits(s, &v) || v > (SIZE_MAX >> shift))
     return false;
-  *out = v;
+  *out = static_cast<size_t>(v << shift);
   return true;
 }
 
-bool parse_options(int argc, char** argv, options* o) {
+// Whether `path` can take the output of --name: its directory exists (it is
+// never created), the path is a regular file or nothing yet, and a file can
+// be created beside it (a probe, removed at once). Files such as
+// /proc/version open for writing and then refuse every write: the probe in
+// their directory refuses first.
+std::string output_path_error(const char* name, const std::string& path) {
+  std::string prefix = std::string("--") + name + "=" + path + ": ";
+  if (path.empty())
+    return std::string("--") + name + "= needs a path";
+  std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  if (dir.empty())
+    dir = ".";
+  struct stat sb;
+  if (stat(dir.c_str(), &sb) != 0 || !S_ISDIR(sb.st_mode))
+    return prefix + "directory " + dir.string() + " does not exist (iov-bench does not create it)";
+  if (stat(path.c_str(), &sb) == 0 && !S_ISREG(sb.st_mode))
+    return prefix + (S_ISDIR(sb.st_mode) ? "is a directory" : "is not a regular file");
+  std::string probe = (dir / ".iov-bench-XXXXXX").string();
+  int fd = mkstemp(probe.data());
+  if (fd < 0)
+    return prefix + "cannot write in " + dir.string() + ": " + std::strerror(errno);
+  close(fd);
+  unlink(probe.c_str());
+  return "";
+}
+
+// Does `path` hold a whole JSON document (Google Benchmark does not check
+// its writes: a full disk leaves a truncated file behind)? Its braces must
+// balance, outside strings, by its last character.
+bool json_complete(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t last = text.find_last_not_of(" \n\r\t");
+  if (text.empty() || text[0] != '{' || last == std::string::npos)
+    return false;
+  int depth = 0;
+  bool in_string = false;
+  for (size_t k = 0; k <= last; k++) {
+    char c = text[k];
+    if (in_string) {
+      if (c == '\\')
+        k++;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      depth++;
+    } else if ((c == '}' || c == ']') && --depth == 0 && k != last) {
+      return false;
+    }
+  }
+  return depth == 0 && !in_string;
+}
+
+// Parses the command line into *o; an error message, or "" when it is good.
+std::string parse_options(int argc, char** argv, options* o) {
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
     auto value = [&a](const char* flag) -> const char* {
@@ -101,6 +177,8 @@ bool parse_options(int argc, char** argv, options* o) {
       return a.compare(0, n, flag) == 0 ? a.c_str() + n : nullptr;
     };
     if (const char* v = value("--filter=")) {
+      if (!*v)
+        return "--filter= needs a regular expression (--filter=. runs everything)";
       // Instance names end in settings ("/iterations:1/repeats:16/real_time"):
       // let '$' anchor at the end of the case's own name.
       o->filter.clear();
@@ -112,34 +190,38 @@ bool parse_options(int argc, char** argv, options* o) {
           o->filter += *p == '$' ? std::string("(/|$)") : std::string(1, *p);
         }
       }
+      regex_t re;  // as Google Benchmark compiles it; it would match nothing, silently
+      if (int err = regcomp(&re, o->filter.c_str(), REG_EXTENDED | REG_NOSUB)) {
+        char why[128];
+        regerror(err, &re, why, sizeof why);
+        return a + ": not a regular expression (" + why + ")";
+      }
+      regfree(&re);
     } else if (const char* v = value("--json=")) {
       o->json = v;
+      if (std::string err = output_path_error("json", o->json); !err.empty())
+        return err;
     } else if (const char* v = value("--chart=")) {
       o->chart = v;
       o->chart_given = true;
+      if (std::string err = output_path_error("chart", o->chart); !err.empty())
+        return err;
     } else if (a == "--no-chart") {
       o->chart.clear();
       o->chart_given = true;
     } else if (const char* v = value("--tile=")) {
       size_t tile = 0;
-      if (!parse_size(v, &tile) || tile < iov::PAGE_SIZE || tile > (1u << 20) || (tile & (tile - 1))) {
-        std::cerr << "iov-bench: --tile must be a power of two from 4k to 1m\n";
-        return false;
-      }
+      if (!parse_size(v, &tile) || tile < iov::PAGE_SIZE || tile > (1u << 20) || (tile & (tile - 1)))
+        return a + ": expected a power of two from 4k to 1m";
       iov::bench::set_tile_size(tile);
     } else if (const char* v = value("--clock=")) {
-      if (std::strcmp(v, "wall") != 0 && std::strcmp(v, "cpu") != 0) {
-        std::cerr << "iov-bench: --clock is wall or cpu\n";
-        return false;
-      }
+      if (std::strcmp(v, "wall") != 0 && std::strcmp(v, "cpu") != 0)
+        return a + ": expected wall or cpu";
       o->wall_clock = std::strcmp(v, "wall") == 0;
     } else if (const char* v = value("--rounds=")) {
-      char* end = nullptr;
-      long n = std::strtol(v, &end, 10);
-      if (end == v || *end || n < 1 || n > 100) {
-        std::cerr << "iov-bench: --rounds is a number from 1 to 100\n";
-        return false;
-      }
+      uint64_t n;
+      if (!parse_digits(v, &n) || n < 1 || n > 100)
+        return a + ": expected a number from 1 to 100";
       o->rounds = static_cast<int>(n);
     } else if (a == "--list") {
       o->list = true;
@@ -149,16 +231,7 @@ bool parse_options(int argc, char** argv, options* o) {
       std::cout << kUsage;
       std::exit(0);
     } else {
-      std::cerr << "iov-bench: unknown option " << a << "\n" << kUsage;
-      return false;
-    }
-  }
-  for (const std::string* path : {&o->json, &o->chart}) {
-    std::error_code ec;
-    std::filesystem::path dir = std::filesystem::path(*path).parent_path();
-    if (!path->empty() && !dir.empty() && !std::filesystem::create_directories(dir, ec) && ec) {
-      std::cerr << "iov-bench: cannot create " << dir << ": " << ec.message() << "\n";
-      return false;
+      return "unknown option " + a;
     }
   }
   if (!o->chart_given && !o->json.empty()) {
@@ -167,7 +240,7 @@ bool parse_options(int argc, char** argv, options* o) {
       base.resize(base.size() - 5);
     o->chart = base + ".svg";
   }
-  return true;
+  return "";
 }
 
 // Google Benchmark parses its flags from argv; Initialize may run again later.
@@ -186,6 +259,12 @@ void initialize_benchmark(const options& o, bool list, bool write_json) {
   argv.push_back(nullptr);
   int argc = static_cast<int>(args.size());
   benchmark::Initialize(&argc, argv.data());
+  // What Google Benchmark did not take (a misspelt flag, a value it could
+  // not read) is left in argv: a bad command line, not a silent default.
+  if (benchmark::ReportUnrecognizedArguments(argc, argv.data())) {
+    std::cerr << kUsage;
+    std::exit(2);
+  }
 }
 
 // The instance names that match the filter, from Google Benchmark's listing.
@@ -320,8 +399,10 @@ std::string now_utc() {
 
 int main(int argc, char** argv) {
   options opt;
-  if (!parse_options(argc, argv, &opt))
+  if (std::string err = parse_options(argc, argv, &opt); !err.empty()) {
+    std::cerr << "iov-bench: " << err << "\n" << kUsage;
     return 2;
+  }
   auto started = std::chrono::steady_clock::now();
 
   listing_reporter lister;
@@ -374,8 +455,11 @@ int main(int argc, char** argv) {
   std::vector<std::string> summary = summarize(ktap.results());
   for (const std::string& line : summary)
     std::cout << "# " << line << "\n";
+  bool json_ok = opt.json.empty() || json_complete(opt.json);
   if (!opt.json.empty())
-    std::cout << "# json: " << opt.json << "\n";
+    std::cout << "# json: " << opt.json << (json_ok ? "" : " (NOT WRITTEN: see stderr)") << "\n";
+  if (!json_ok)
+    std::cerr << "iov-bench: --json=" << opt.json << ": the JSON was not written whole (a full disk, a file size limit?)\n";
   if (!opt.chart.empty())
     std::cout << "# chart: " << draw_chart(ktap.results(), opt.chart) << "\n";
 
@@ -386,5 +470,5 @@ int main(int argc, char** argv) {
   std::printf("# iov_iter: pass:%zu fail:%zu skip:0 total:%zu\n", passed, failed, names.size());
   std::printf("# Totals: pass:%zu fail:%zu skip:0 total:%zu\n", passed, failed, names.size());
   std::fflush(stdout);
-  return failed == 0 && check_ok ? 0 : 1;
+  return failed == 0 && check_ok && json_ok ? 0 : 1;
 }

@@ -4,16 +4,21 @@
 // (include/iov/registered_buffers.hpp) — with bad directions, arrays past
 // UIO_MAXIOV or null, null bases, lengths with the sign bit set or past
 // MAX_RW_COUNT or 1 GiB, ranges that wrap or leave the buffer, bad folio
-// shifts and direction bits. Invalid input must give an error (and change
-// nothing); valid input an iterator whose type, direction and count match the
-// model and whose bytes are the buffers' own: walked (every piece's address,
-// no piece across a page for BVEC) and copied where the memory is real. Fake
-// addresses are registered and imported too, and never touched. References
-// held across unregister/update must keep their bvec tables alive.
+// shifts and direction bits, and memory that is not the caller's. Invalid
+// input must give an error (and change nothing); valid input an iterator
+// whose type, direction and count match the model and whose bytes are the
+// buffers' own: walked (every piece's address, no piece across a page for
+// BVEC) and copied where the memory is real. Fake addresses go to the imports
+// (which never touch them) and to registration, which must refuse them as the
+// kernel's pinning does: unmapped (page 0, the kernel half), PROT_NONE, or
+// read-only for a buffer that may receive data (a guarded region of this
+// harness: read-write, then read-only, then PROT_NONE pages). References held
+// across unregister/update must keep their bvec tables alive.
 //
 //   cmake --preset fuzz && cmake --build --preset fuzz --target fuzz_imports
 //   build/fuzz/fuzz/fuzz_imports -max_total_time=60 fuzz/corpus/fuzz_imports
 //   IOV_FUZZ_TRACE=1 build/fuzz/fuzz/fuzz_imports crash-...    # replay one input
+#include <sys/mman.h>
 #include <sys/uio.h>
 
 #include <algorithm>
@@ -43,25 +48,59 @@ struct arena {
   }
 };
 
-// One extent of user memory: real, or an address the test must never touch.
+// One extent of user memory: real (readable, and perhaps writable), or an
+// address the test must never touch.
 struct extent {
   uintptr_t base;
   size_t len;
   bool real;
+  bool writable = false;
+  bool shared = false;  // in the guarded region, which other extents may overlap
+};
+
+// Can this test touch the extent's bytes in direction `dir` (reading them for
+// ITER_SOURCE, writing them for ITER_DEST)?
+bool touchable(const extent& e, unsigned dir) { return e.real && (dir != iov::ITER_DEST || e.writable); }
+
+// The harness's own memory of every kind: 64 KiB read-write, 64 KiB
+// read-only, then PROT_NONE far beyond the largest buffer (1 GiB), so that an
+// extent starting in the first 192 KiB is as accessible as its end says.
+struct guarded_region {
+  static constexpr size_t kWindow = 64 * 1024;
+  uintptr_t base = 0;
+  guarded_region() {
+    size_t total = 3 * kWindow + iov::IOV_MAX_REG_BUFFER_SIZE + iov::PAGE_SIZE;
+    void* p = mmap(nullptr, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    FUZZ_CHECK(p != MAP_FAILED && mprotect(p, 2 * kWindow, PROT_READ | PROT_WRITE) == 0);
+    fuzz::fill(static_cast<unsigned char*>(p), 2 * kWindow, 0x5a);
+    FUZZ_CHECK(mprotect(static_cast<char*>(p) + kWindow, kWindow, PROT_READ) == 0);
+    base = reinterpret_cast<uintptr_t>(p);
+  }
+  extent at(size_t offset, size_t len) const {
+    size_t off = offset % (3 * kWindow);
+    bool readable = off < 2 * kWindow && len <= 2 * kWindow - off;
+    bool writable = off < kWindow && len <= kWindow - off;
+    return {base + off, len, readable, writable, true};
+  }
 };
 
 extent hostile_extent(input& in, arena& a) {
+  static const guarded_region guarded;
   uint8_t kind = in.u8();
   if (kind % 8 < 3) {
     size_t len = in.length(fuzz::kMaxSeg);
-    return {reinterpret_cast<uintptr_t>(a.make(len, in.u8())), len, true};
+    return {reinterpret_cast<uintptr_t>(a.make(len, in.u8())), len, true, true};
   }
   uintptr_t base;
+  uint32_t guarded_offset = 0;
   switch ((kind >> 3) % 4) {
     case 0: base = 0; break;
     case 1: base = UINTPTR_MAX - in.below(1 << 16); break;      // wraps with most lengths
-    case 2: base = (uintptr_t{1} << 44) + in.u32() * uintptr_t{64}; break;  // plausible, unmapped
-    default: base = in.u64(); break;
+    case 2: guarded_offset = in.u32(); base = guarded.base; break;
+    default:  // never mapped: the first 64 KiB (vm.mmap_min_addr), or the kernel half
+      base = in.u64();
+      base |= base >= (1 << 16) ? uintptr_t{1} << 63 : 0;
+      break;
   }
   size_t len;
   switch (kind % 8) {
@@ -71,6 +110,8 @@ extent hostile_extent(input& in, arena& a) {
     case 6: len = (size_t{1} << 30) - 1 + in.below(3); break;           // around 1 GiB
     default: len = in.u64() >> in.below(64); break;
   }
+  if ((kind >> 3) % 4 == 2)
+    return guarded.at(guarded_offset, len);
   return {base, len, false};
 }
 
@@ -134,7 +175,9 @@ void op_import_iovec(input& in, arena& a) {
     segs.push_back({reinterpret_cast<void*>(e.base), e.len});
     bad |= e.len > static_cast<size_t>(SSIZE_MAX) || (e.len && !e.base) || (e.len && wraps(e.base, e.len));
     total += std::min(e.len, iov::MAX_RW_COUNT - total);
-    all_real &= e.real || !e.len;
+    // Overlapping destinations are legal, but the model's check of a copy
+    // into them is not: only the arena's separate buffers are written.
+    all_real &= (touchable(e, dir) && !(dir == iov::ITER_DEST && e.shared)) || !e.len;
     if (all_real) real_prefix += e.len;
     want.push_back(e);
   }
@@ -165,7 +208,7 @@ void op_import_ubuf(input& in, arena& a) {
     return;
   }
   FUZZ_CHECK(got.ok() && got->type() == iov::ITER_UBUF && got->rw() == static_cast<int>(dir) && got->count() == len);
-  if (e.real) {
+  if (touchable(e, dir)) {
     check_pieces(got->raw(), {e}, len);
     check_copy(got->raw(), {e}, len, in.u8());
   }
@@ -211,10 +254,12 @@ iov::buffer_registration_options pick_options(input& in) {
   return o;
 }
 
-// Why map_buffer must refuse a buffer (none: it registers).
+// Why map_buffer must refuse a buffer (none: it registers). The memory must be
+// the caller's: readable, and writable if it may receive data.
 bool bad_buffer(const extent& e, const iov::buffer_registration_options& o) {
   return e.len == 0 || e.len > iov::IOV_MAX_REG_BUFFER_SIZE || wraps(e.base, e.len + iov::PAGE_SIZE) ||
-         o.folio_shift < 12 || o.folio_shift > 30 || o.dir == 0 || (o.dir & ~3u);
+         o.folio_shift < 12 || o.folio_shift > 30 || o.dir == 0 || (o.dir & ~3u) || !e.real ||
+         ((o.dir & iov::IOV_REG_DEST) && !e.writable);
 }
 
 // A registration's bvec table: uniform folios but the ends, each piece at the
@@ -246,7 +291,7 @@ void op_register(input& in, arena& a, table_model& t) {
   fuzz::trace("register_buffers(%zu, dir %u, shift %u)", n, opts.dir, opts.folio_shift);
   absl::Status s = t.table->register_buffers(bufs, opts);
   fuzz::trace("  -> %s", s.ToString().c_str());
-  FUZZ_CHECK(s.ok() == !bad);
+  FUZZ_CHECK(s.ok() == !bad && (s.ok() || s.code() == StatusCode::kInvalidArgument));
   t.replaced |= s.ok() && !t.kept.empty();
   if (!s.ok()) return;
   for (size_t k = 0; k < n; k++)
@@ -273,7 +318,7 @@ void op_update(input& in, arena& a, table_model& t) {
     FUZZ_CHECK(s.ok());
     t.slots[index].reset();
   } else {
-    FUZZ_CHECK(s.ok() == (e.base && !bad_buffer(e, opts)));
+    FUZZ_CHECK(s.ok() == (e.base && !bad_buffer(e, opts)) && (s.ok() || s.code() == StatusCode::kInvalidArgument));
     if (s.ok()) t.slots[index] = reg{e, opts.dir, opts.folio_shift};
   }
 }
@@ -315,7 +360,7 @@ void op_import_fixed(input& in, table_model& t) {
   check_table(ref->get(), *r);
   std::vector<extent> want{{static_cast<uintptr_t>(addr), len, r->mem.real}};
   check_pieces(it, want, len);
-  if (r->mem.real) check_copy(it, want, len, in.u8());
+  if (touchable(r->mem, dir)) check_copy(it, want, len, in.u8());
   if (t.kept.size() < 4 && in.u8() & 1) t.kept.push_back(held{std::move(*ref), it, want, *r});
 }
 

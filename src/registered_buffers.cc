@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -54,6 +55,10 @@ void buffer_ref::reset() {
   defer_delete(imu);  // a lookup may still be reading imu->refs in its RCU section
 }
 
+namespace internal {
+std::atomic<bool> registration_probe_mincore_only{false};
+}  // namespace internal
+
 namespace {
 std::string rlimit_memlock_text() {
   struct rlimit rl;
@@ -62,7 +67,85 @@ std::string rlimit_memlock_text() {
   return rl.rlim_cur == RLIM_INFINITY ? std::string("unlimited") : absl::StrCat(rl.rlim_cur, " bytes");
 }
 
-// Validates one buffer (the kernel's io_buffer_validate) and builds its table.
+std::string range_text(size_t slot, uint64_t base, size_t len) {
+  return absl::StrCat("register_buffers: buffer ", slot, " [0x", absl::Hex(base), ", 0x", absl::Hex(base + len), ")");
+}
+
+// The first page of [start, end) (page-aligned) that is not mapped, or end.
+uint64_t first_unmapped_page(uint64_t start, uint64_t end) {
+  unsigned char vec[4096];
+  for (uint64_t pos = start; pos < end;) {
+    uint64_t n = std::min<uint64_t>((end - pos) >> PAGE_SHIFT, sizeof vec);
+    if (mincore(reinterpret_cast<void*>(pos), n << PAGE_SHIFT, vec) == 0) {
+      pos += n << PAGE_SHIFT;
+      continue;
+    }
+    if (n == 1)  // mincore says ENOMEM for a range with a hole: find the page
+      return pos;
+    for (uint64_t page_end = pos + (n << PAGE_SHIFT); pos < page_end; pos += PAGE_SIZE)
+      if (mincore(reinterpret_cast<void*>(pos), PAGE_SIZE, vec) != 0)
+        return pos;
+  }
+  return end;
+}
+
+// InvalidArgument naming the first page of the buffer that is not mapped, if any.
+absl::Status mapping_status(size_t slot, uint64_t base, size_t len, uint64_t start, uint64_t end) {
+  uint64_t hole = first_unmapped_page(start, end);
+  if (hole == end)
+    return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(range_text(slot, base, len), " is not mapped in this process (no page at 0x", absl::Hex(hole), ")"));
+}
+
+// Can the kernel pin these pages? io_uring's registration pins them
+// (pin_user_pages with FOLL_WRITE) and refuses the buffer with -EFAULT when
+// it cannot. MADV_POPULATE_WRITE (READ for a buffer that only supplies data)
+// is the same fault-in from user space: it fails on an unmapped page
+// (ENOMEM), a mapping without that access (EINVAL: PROT_NONE, read-only,
+// VM_IO/VM_PFNMAP), or where an access would raise SIGBUS (EFAULT). Like
+// pinning, it populates the pages. Before Linux 5.14 (no MADV_POPULATE_*)
+// only the mapping is checked, with mincore().
+absl::Status probe_memory(size_t slot, uint64_t base, size_t len, unsigned dir) {
+  const uint64_t start = base & PAGE_MASK, end = (base + len + PAGE_SIZE - 1) & PAGE_MASK;
+  static char probe_target;  // in .bss: mapped and writable
+  static const bool populate_supported =
+      madvise(reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(&probe_target) & PAGE_MASK), PAGE_SIZE,
+              MADV_POPULATE_READ) == 0;
+  if (!populate_supported || internal::registration_probe_mincore_only.load(std::memory_order_relaxed))
+    return mapping_status(slot, base, len, start, end);
+  const bool receives = dir & IOV_REG_DEST;
+  int err;
+  do {
+    err = madvise(reinterpret_cast<void*>(start), end - start, receives ? MADV_POPULATE_WRITE : MADV_POPULATE_READ)
+              ? errno
+              : 0;
+  } while (err == EINTR);
+  switch (err) {
+    case 0:
+      return absl::OkStatus();
+    case ENOMEM:  // no mapping, or no memory to fault it in
+      if (absl::Status st = mapping_status(slot, base, len, start, end); !st.ok())
+        return st;
+      return absl::ResourceExhaustedError(
+          absl::StrCat(range_text(slot, base, len), " could not be faulted in: ", std::strerror(err)));
+    case EINVAL:
+      if (receives && madvise(reinterpret_cast<void*>(start), end - start, MADV_POPULATE_READ) == 0)
+        return absl::InvalidArgumentError(absl::StrCat(
+            range_text(slot, base, len), " is read-only memory; a buffer that receives data (IOV_REG_DEST) must be writable"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(range_text(slot, base, len), " is not accessible memory (PROT_NONE, or a device mapping)"));
+    case EFAULT:
+      return absl::InvalidArgumentError(absl::StrCat(
+          range_text(slot, base, len), " cannot be faulted in: an access would raise SIGBUS (a file mapping past its end?)"));
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat(range_text(slot, base, len), " cannot be faulted in: ", std::strerror(err)));
+  }
+}
+
+// Validates one buffer (the kernel's io_buffer_validate, and the pinning of
+// io_sqe_buffer_register) and builds its table.
 absl::StatusOr<mapped_ubuf*> map_buffer(size_t slot, const ::iovec& buf, const buffer_registration_options& opts) {
   uint64_t base = reinterpret_cast<uintptr_t>(buf.iov_base);
   if (buf.iov_len == 0 || buf.iov_len > IOV_MAX_REG_BUFFER_SIZE)
@@ -77,6 +160,9 @@ absl::StatusOr<mapped_ubuf*> map_buffer(size_t slot, const ::iovec& buf, const b
         absl::StrCat("register_buffers: folio_shift ", opts.folio_shift, " is outside 12..30"));
   if (opts.dir == 0 || (opts.dir & ~unsigned{IOV_REG_RW}))
     return absl::InvalidArgumentError(absl::StrCat("register_buffers: bad direction bits ", opts.dir));
+
+  if (absl::Status st = probe_memory(slot, base, buf.iov_len, opts.dir); !st.ok())
+    return st;
 
   auto imu = std::make_unique<mapped_ubuf>();
   imu->ubuf = base;

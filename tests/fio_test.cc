@@ -1,19 +1,28 @@
 // Tests of iov-fio (src/tools/fio): its options and defaults as the API
-// contract pins them, every workload and iterator kind moving exactly the
-// bytes asked for, verify passing on good data and naming the offset of a
-// corrupted block, and the program's exit status and JSON.
+// contract pins them, every option's range checked before anything is
+// allocated, every workload and iterator kind moving exactly the bytes asked
+// for, verify passing on good data and naming the offset of a corrupted
+// block, zoned sequential writes that wrap around, and the program (a child
+// process, under limits) with its exit status, JSON and errors.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <linux/capability.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "fio/job.hpp"
+#include "iov/registered_buffers.hpp"
 #include "iov_drivers/null_blk.hpp"
+#include "support/child_process.hpp"
 #include "support/run_command.hpp"
 
 namespace {
 
+using ::testing::HasSubstr;
 using iov::fio::iter_kind;
 using iov::fio::job_options;
 using iov::fio::rw_pattern;
@@ -98,6 +107,144 @@ TEST(FioOptions, BadOptionsAreClearErrors) {
     auto o = parse({arg});
     ASSERT_FALSE(o.ok()) << arg;
     EXPECT_NE(o.status().message().find(text), std::string::npos) << o.status();
+  }
+}
+
+// Each option's range and the options' product, checked while parsing,
+// before a buffer or a thread exists: InvalidArgument naming the option.
+TEST(FioOptions, RangesAndOverflowsAreClearErrors) {
+  for (auto [args, text] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--iodepth=1000000"}, "--iodepth=1000000: expected a positive integer, at most 65536"},
+           {{"--iodepth=-1"}, "--iodepth=-1: expected a positive integer"},
+           {{"--iodepth=+5"}, "--iodepth=+5: expected"},
+           {{"--numjobs=1025"}, "--numjobs=1025: expected a positive integer, at most 1024"},
+           {{"--numjobs=4294967297"}, "--numjobs=4294967297"},  // 2^32 + 1: once wrapped to 1
+           {{"--runtime=nan"}, "--runtime=nan: expected a positive number of seconds, at most 1e9"},
+           {{"--runtime=inf"}, "--runtime=inf"},
+           {{"--runtime=-inf"}, "--runtime=-inf"},
+           {{"--runtime=1e10"}, "--runtime=1e10"},
+           {{"--size=8388608t"}, "--size=8388608t: expected a size below 2^63 bytes"},
+           {{"--io_size=9223372036854775808"}, "--io_size=9223372036854775808"},
+           {{"--size=99999999999999t"}, "--size=99999999999999t: expected a positive size"},
+           // 65536 x 65536 = 2^32 buffers overflowed 32 bits; the memory is refused first
+           {{"--numjobs=1024", "--iodepth=65536", "--size=4g"}, "more than this machine's memory"},
+           {{"--iodepth=20000", "--iter=fixed"}, "--iter=fixed registers --numjobs x --iodepth = 20000 buffers"},
+           {{"--numjobs=2", "--iodepth=8193", "--iter=fixed"}, "16386 buffers; io_uring allows at most 16384"},
+       }) {
+    auto o = parse(args);
+    ASSERT_FALSE(o.ok()) << args[0];
+    EXPECT_EQ(o.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(o.status().message(), HasSubstr(text));
+  }
+  auto most = parse({"--numjobs=1024", "--iodepth=16", "--size=4g", "--runtime=1e9"});
+  EXPECT_TRUE(most.ok()) << most.status();
+  auto fixed = parse({"--numjobs=2", "--iodepth=8192", "--iter=fixed"});
+  EXPECT_TRUE(fixed.ok()) << fixed.status();
+}
+
+// What the options ask of a device that cannot do it, checked before the run.
+TEST(FioOptions, SettingsTheDeviceCannotHonourAreRefused) {
+  auto o = parse({"--driver=null_blk", "--memory_backed=0", "--rw=write", "--verify=crc32c", "--size=1m"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  auto dev = iov::blkdev_create(o->driver, o->settings);
+  ASSERT_TRUE(dev.ok());
+  absl::Status s = iov::fio::check_device(*o, **dev);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("null_blk with --memory_backed=0 stores nothing"));
+  o = parse({"--driver=null_blk", "--zoned", "--zone_size=1", "--size=4m", "--numjobs=5"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  dev = iov::blkdev_create(o->driver, o->settings);
+  ASSERT_TRUE(dev.ok());
+  s = iov::fio::check_device(*o, **dev);
+  EXPECT_THAT(s.message(), HasSubstr("less than one zone"));
+  o = parse({"--driver=null_blk", "--zoned", "--zone_size=1", "--size=4m", "--numjobs=4"});
+  dev = iov::blkdev_create(o->driver, o->settings);
+  EXPECT_TRUE(iov::fio::check_device(*o, **dev).ok());
+}
+
+// Buffers are registered only for --iter=fixed: 20000 of them (beyond
+// io_uring's 16384) are fine for the others.
+TEST(FioRun, BuffersAreRegisteredOnlyForFixed) {
+  auto o = parse({"--iodepth=20000", "--size=1m", "--io_size=256k"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  auto dev = iov::blkdev_create(o->driver, o->settings);
+  auto r = iov::fio::run(*o, **dev);
+  EXPECT_EQ(r.error, 0) << r.error_text;
+  EXPECT_FALSE(r.setup_failed);
+  EXPECT_EQ(r.read.bytes, 256u * 1024);
+}
+
+// Zoned sequential writes that wrap around the region reset each zone before
+// rewriting it, as fio's zonemode=zbd does with a full zone (a run once
+// failed with "write to a full zone"); past a zone's capacity they move to
+// the next zone. The zones' write pointers are checked against the model of
+// where each job's writes went, and verify reads back every block written
+// since its zone's last reset.
+TEST(FioRun, ZonedSequentialWritesWrapAroundByResettingZones) {
+  struct Case {
+    std::vector<std::string> args;
+    uint64_t zone_mib, cap_mib, size_mib, io_size_kib;
+    unsigned jobs;
+    bool prefill;
+  } cases[] = {
+      {{}, 1, 1, 4, 4608, 1, false},         // 4.5 zones: zone 0 rewritten half way
+      {{}, 1, 1, 4, 8192, 1, true},          // prefilled, then two whole passes
+      {{}, 1, 1, 4, 3072, 2, true},          // two jobs of two zones each
+      {{"--zone_capacity=1"}, 2, 1, 8, 5120, 1, false},  // half of each zone usable
+      {{"--zone_nr_conv=1"}, 1, 1, 4, 6144, 1, false},   // a conventional zone first
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = {"--driver=null_blk", "--zoned", "--rw=write", "--verify=crc32c",
+                                     "--zone_size=" + std::to_string(c.zone_mib),
+                                     "--size=" + std::to_string(c.size_mib) + "m",
+                                     "--io_size=" + std::to_string(c.io_size_kib) + "k",
+                                     "--numjobs=" + std::to_string(c.jobs)};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    if (c.prefill)
+      args.push_back("--prefill");
+    std::string trace;
+    for (const auto& a : args)
+      trace += a + " ";
+    SCOPED_TRACE(trace);
+    auto o = parse(args);
+    ASSERT_TRUE(o.ok()) << o.status();
+    auto dev = iov::blkdev_create(o->driver, o->settings);
+    ASSERT_TRUE(dev.ok()) << dev.status();
+    auto r = iov::fio::run(*o, **dev);
+    EXPECT_EQ(r.error, 0) << r.error_text;
+    EXPECT_FALSE(r.verify_failed) << r.verify_text;
+    EXPECT_EQ(r.write.bytes, c.jobs * c.io_size_kib * 1024);
+    // The model: each job writes its zones in order, each up to its
+    // capacity, wrapping to its first zone; a conventional zone has no
+    // write pointer (and is never reset), so its blocks stay written.
+    const uint64_t zone = c.zone_mib << 20, cap = c.cap_mib << 20, zones_per_job = c.size_mib / c.zone_mib / c.jobs;
+    const bool conv0 = !c.args.empty() && c.args[0] == "--zone_nr_conv=1";
+    std::vector<uint64_t> filled(c.size_mib / c.zone_mib, 0);  // bytes in each zone since its last reset
+    uint64_t verifiable = 0;
+    for (unsigned job = 0; job < c.jobs; job++) {
+      uint64_t first = job * zones_per_job;
+      auto write_pass = [&](uint64_t bytes) {
+        for (uint64_t z = 0; bytes; z = (z + 1) % zones_per_job) {
+          uint64_t room = conv0 && first + z == 0 ? zone : cap;
+          uint64_t n = std::min(bytes, room);
+          filled[first + z] = n;
+          bytes -= n;
+        }
+      };
+      if (c.prefill)
+        write_pass(zones_per_job * cap);
+      write_pass(c.io_size_kib * 1024);
+    }
+    for (uint64_t f : filled)
+      verifiable += f;
+    EXPECT_EQ(r.verified_blocks, verifiable / 4096);
+    std::vector<iov::blk_zone> zones;
+    ASSERT_EQ((*dev)->report_zones(0, 64, &zones), static_cast<int>(filled.size()));
+    for (size_t z = 0; z < zones.size(); z++) {
+      if (zones[z].type == iov::BLK_ZONE_TYPE_CONVENTIONAL)
+        continue;
+      EXPECT_EQ((zones[z].wp - zones[z].start) << iov::SECTOR_SHIFT, filled[z]) << "zone " << z;
+    }
   }
 }
 
@@ -205,6 +352,70 @@ TEST(FioProgram, PrintsFioStyleResultsAndExitStatus) {
   out = run_program("--driver=brd --zone_size=4", &status);
   EXPECT_EQ(WEXITSTATUS(status), 2);
   EXPECT_NE(out.find("zone_size"), std::string::npos) << out;
+}
+
+iov_test::child_result run_fio(std::vector<std::string> args, std::function<void()> in_child = nullptr) {
+  args.insert(args.begin(), IOV_FIO_PATH);
+  iov_test::child_options o(args);
+  o.in_child = std::move(in_child);
+  return iov_test::run_child(o);
+}
+
+// Bad values end the program with status 2 and the option named, never an
+// abort (they were std::bad_alloc, a segfault, or accepted).
+TEST(FioProgram, BadValuesAreUsageErrors) {
+  for (auto [args, text] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--iodepth=1000000"}, "--iodepth=1000000: expected a positive integer, at most 65536"},
+           {{"--numjobs=65536", "--iodepth=65537"}, "--numjobs=65536"},
+           {{"--runtime=nan"}, "--runtime=nan"},
+           {{"--runtime=inf"}, "--runtime=inf"},
+           {{"--iodepth=20000", "--iter=fixed"}, "--iter=fixed registers --numjobs x --iodepth = 20000 buffers"},
+           {{"--driver=null_blk", "--memory_backed=0", "--rw=write", "--verify=crc32c"},
+            "--verify=crc32c reads back what was written, but null_blk with --memory_backed=0 stores nothing"},
+       }) {
+    auto r = run_fio(args);
+    EXPECT_EQ(iov_test::exit_code(r), 2) << args[0] << ": " << r.output;
+    EXPECT_THAT(r.output, HasSubstr("iov-fio: " + text));
+  }
+}
+
+// Sizes far beyond memory allocate nothing up front without --verify (a
+// 100 TiB run took a 3.3 GB bitmap; 1000 TiB aborted with std::bad_alloc).
+TEST(FioProgram, HugeDevicesAllocateNothingUpFront) {
+  for (const char* size : {"--size=100t", "--size=1000t"}) {
+    auto r = run_fio({size, "--io_size=64k", "--rw=randwrite"});
+    EXPECT_EQ(iov_test::exit_code(r), 0) << size << ": " << r.output;
+    EXPECT_THAT(r.output, HasSubstr("write: IOPS="));
+    EXPECT_TRUE(iov_test::peak_rss_below(r, 256 * 1024)) << size << ": " << r.usage.ru_maxrss << " KiB";
+  }
+}
+
+// A thread that cannot be created (RLIMIT_NPROC: no new process or thread
+// for this user) ends the run with a clear error before any job starts; it
+// once aborted with std::system_error.
+TEST(FioProgram, AThreadThatCannotBeCreatedIsACleanError) {
+  auto r = run_fio({"--numjobs=4", "--size=1m"}, [] {
+    iov_test::become_unprivileged();
+    setenv("ASAN_OPTIONS", "detect_leaks=0", 1);  // LeakSanitizer needs a thread of its own at exit
+    struct rlimit one{1, 1};
+    setrlimit(RLIMIT_NPROC, &one);
+  });
+  EXPECT_EQ(iov_test::exit_code(r), 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("iov-fio: cannot start the thread of job 0 (of 4): Resource temporarily unavailable"));
+  EXPECT_THAT(r.output, Not(HasSubstr("terminate")));
+}
+
+// Buffers that cannot be allocated (RLIMIT_AS) are an error, not a crash on
+// first use (--iodepth=1000000 once segfaulted under a memory limit).
+TEST(FioProgram, BuffersThatCannotBeAllocatedAreACleanError) {
+  if (iov_test::kSanitized)
+    GTEST_SKIP() << "a sanitizer's program reserves more address space than any limit here";
+  auto r = run_fio({"--iodepth=16", "--bs=64m", "--size=1g", "--io_size=64m"}, [] {
+    struct rlimit as{512u << 20, 512u << 20};  // 1 GiB of buffers asked for
+    setrlimit(RLIMIT_AS, &as);
+  });
+  EXPECT_EQ(iov_test::exit_code(r), 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("iov-fio: out of memory for the I/O buffers (1 jobs x 16 x 67108864 bytes)"));
 }
 #endif
 

@@ -1,11 +1,14 @@
 // Tests of include/iov/registered_buffers.hpp: the bvec tables built at
 // registration, imports at every offset class checked against a ubuf import of
-// the same bytes, each validation error, and mlock's refusal.
+// the same bytes, each validation error, memory that is not the caller's
+// (unmapped, PROT_NONE, read-only) refused as the kernel's pinning refuses it,
+// and mlock's refusal.
 #include "iov/registered_buffers.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <linux/capability.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -240,6 +243,116 @@ TEST(RegisteredBuffers, UpdateReplacesASlot) {
   EXPECT_TRUE(table.update(0, ::iovec{nullptr, 0}).ok());
   EXPECT_FALSE(table.lookup(0).ok());
   EXPECT_EQ(table.update(4, w).code(), absl::StatusCode::kNotFound);
+}
+
+// An anonymous mapping of `pages` pages, unmapped at the end of the test.
+struct Mapping {
+  explicit Mapping(size_t pages, int prot = PROT_READ | PROT_WRITE) : len(pages * iov::PAGE_SIZE) {
+    void* p = mmap(nullptr, len, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    base = p == MAP_FAILED ? nullptr : static_cast<char*>(p);
+  }
+  ~Mapping() {
+    if (base)
+      munmap(base, len);
+  }
+  char* page(size_t k) const { return base + k * iov::PAGE_SIZE; }
+  size_t len;
+  char* base;
+};
+
+// register_buffers must refuse `buf` with InvalidArgument saying `why`, and
+// update() too, leaving both slots as they were.
+void ExpectRefused(iov::buffer_table& table, ::iovec buf, unsigned dir, const std::string& why) {
+  SCOPED_TRACE(why);
+  iov::buffer_registration_options opts;
+  opts.dir = dir;
+  ::iovec bufs[] = {{nullptr, 0}, buf};
+  absl::Status s = table.register_buffers(bufs, opts);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(), HasSubstr("buffer 1 [0x"));
+  EXPECT_THAT(s.message(), HasSubstr(why));
+  s = table.update(1, buf, opts);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(), HasSubstr(why));
+  auto ref = table.lookup(0);
+  ASSERT_TRUE(ref.ok()) << "slot 0 kept its buffer";
+  EXPECT_EQ((*ref)->len, 100u);
+  EXPECT_FALSE(table.lookup(1).ok()) << "slot 1 stayed empty";
+}
+
+// The kernel pins a registered buffer's pages and refuses (-EFAULT) what it
+// cannot pin; registering such a range here once let an import walk frames
+// near address 0 (fuzz/regressions/fuzz_imports/register-unmapped-near-null).
+TEST(RegisteredBuffers, MemoryThatIsNotTheCallersIsRefused) {
+  Mapping good(1), four(4), none(2, PROT_NONE), readonly(2, PROT_READ);
+  ASSERT_TRUE(good.base && four.base && none.base && readonly.base);
+  iov::buffer_table table(2);
+  ::iovec first{good.base, 100};
+  ASSERT_TRUE(table.register_buffers({&first, 1}).ok());
+  ExpectRefused(table, {reinterpret_cast<void*>(1), 412653696}, iov::IOV_REG_RW, "not mapped in this process");
+  ExpectRefused(table, {reinterpret_cast<void*>(0xffff800000001000), 4096}, iov::IOV_REG_SOURCE, "not mapped");
+  // A hole in the middle. Made now, after the first lookups: liburcu maps its
+  // reader registry on first use, and the kernel may put it in any hole.
+  ASSERT_EQ(munmap(four.page(2), iov::PAGE_SIZE), 0);
+  unsigned char resident;
+  ASSERT_NE(mincore(four.page(2), iov::PAGE_SIZE, &resident), 0) << "the hole was mapped again";
+  char hole[32];
+  std::snprintf(hole, sizeof hole, "no page at 0x%lx", reinterpret_cast<unsigned long>(four.page(2)));
+  ExpectRefused(table, {four.page(1) + 10, 2 * iov::PAGE_SIZE}, iov::IOV_REG_RW, hole);
+  ExpectRefused(table, {four.page(2) + 4095, 2}, iov::IOV_REG_SOURCE, hole);
+  ExpectRefused(table, {none.base, 10}, iov::IOV_REG_SOURCE, "not accessible memory");
+  ExpectRefused(table, {readonly.base, 5000}, iov::IOV_REG_RW, "read-only memory");
+  ExpectRefused(table, {readonly.base, 5000}, iov::IOV_REG_DEST, "read-only memory");
+
+  // What is the caller's registers: both sides of the hole, and read-only
+  // memory for a buffer that only supplies data.
+  ::iovec before{four.base, 2 * iov::PAGE_SIZE}, after{four.page(3), iov::PAGE_SIZE};
+  EXPECT_TRUE(table.update(1, before).ok());
+  EXPECT_TRUE(table.update(1, after).ok());
+  iov::buffer_registration_options source;
+  source.dir = iov::IOV_REG_SOURCE;
+  ::iovec ro{readonly.base + 7, 5000};
+  ASSERT_TRUE(table.update(1, ro, source).ok());
+  iov::iov_iter it;
+  auto ref = iov::import_fixed(table, 1, reinterpret_cast<uintptr_t>(ro.iov_base), ro.iov_len, iov::ITER_SOURCE, &it);
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  EXPECT_EQ(read_all(it, ro.iov_len), std::vector<char>(ro.iov_len, 0));  // a fresh mapping reads as zeros
+}
+
+// Registration faults the pages in, as the kernel's pinning does: writable
+// pages for a buffer that may receive data.
+TEST(RegisteredBuffers, RegistrationFaultsThePagesIn) {
+  Mapping m(16);
+  ASSERT_NE(m.base, nullptr);
+  unsigned char resident[16];
+  ASSERT_EQ(mincore(m.base, m.len, resident), 0);
+  for (unsigned char r : resident)
+    ASSERT_EQ(r & 1, 0) << "a fresh mapping has no pages yet";
+  iov::buffer_table table(1);
+  ::iovec v{m.page(3) + 1, 8 * iov::PAGE_SIZE};
+  ASSERT_TRUE(table.register_buffers({&v, 1}).ok());
+  ASSERT_EQ(mincore(m.base, m.len, resident), 0);
+  for (size_t k = 0; k < 16; k++)
+    EXPECT_EQ(resident[k] & 1, k >= 3 && k <= 11 ? 1 : 0) << "page " << k;
+}
+
+// Without MADV_POPULATE_* (Linux before 5.14) only the mapping is checked.
+TEST(RegisteredBuffers, MincoreProbeChecksTheMappingOnly) {
+  Mapping good(1), none(1, PROT_NONE), gone(1);
+  ASSERT_TRUE(good.base && none.base && gone.base);
+  iov::internal::registration_probe_mincore_only = true;
+  iov::buffer_table table(2);
+  ::iovec first{good.base, 100};
+  EXPECT_TRUE(table.register_buffers({&first, 1}).ok());
+  EXPECT_TRUE(table.lookup(0).ok());  // liburcu maps its registry now, not into the hole below
+  ASSERT_EQ(munmap(gone.base, gone.len), 0);
+  ::iovec unmapped{gone.base, 10};
+  gone.base = nullptr;
+  ExpectRefused(table, unmapped, iov::IOV_REG_RW, "not mapped in this process");
+  ::iovec inaccessible{none.base, 10};
+  EXPECT_TRUE(table.update(1, inaccessible).ok()) << "PROT_NONE passes a mapping check";
+  iov::internal::registration_probe_mincore_only = false;
+  EXPECT_EQ(table.update(1, inaccessible).code(), absl::StatusCode::kInvalidArgument);
 }
 
 // mlock past RLIMIT_MEMLOCK: in a child without CAP_IPC_LOCK (root bypasses the limit).

@@ -1,22 +1,39 @@
 // Tests of iov-scan (src/tools/scan): the CRC32C and the data/zero extents of
-// files it creates, dense and sparse, against a model that reads the file with
-// read(2), a bitwise CRC and a byte loop; and the installed program's output.
+// files it creates, dense and sparse, at blocks smaller and larger than its
+// buffers, against a model that reads the file with read(2), a bitwise CRC
+// and a byte loop; what is not a regular file refused (never a wrong CRC,
+// never a wait on a FIFO); and the program as a child process: its output,
+// flushed file by file, its memory with a huge --block, and RLIMIT_MEMLOCK.
 #include "scan/scan.hpp"
 
 #include <fcntl.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <linux/capability.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "support/child_process.hpp"
 #include "support/run_command.hpp"
 
 namespace {
+
+using ::testing::HasSubstr;
 
 uint32_t reference_crc32c(const std::vector<unsigned char>& data) {
   uint32_t crc = ~0u;
@@ -81,6 +98,13 @@ class ScanTest : public ::testing::Test {
     return path;
   }
 
+  // "123456789", whose CRC32C is the check value e3069283.
+  std::string make_check_file(const std::string& name) {
+    std::string path = dir_ + "/" + name;
+    std::ofstream(path) << "123456789";
+    return path;
+  }
+
   void expect_matches_model(const std::string& path, uint64_t block) {
     SCOPED_TRACE(path + " block " + std::to_string(block));
     auto scanner = iov::tools::file_scanner::create({.block = block, .nr_buffers = 3, .buffer_size = 64 * 1024});
@@ -97,10 +121,7 @@ class ScanTest : public ::testing::Test {
 };
 
 TEST_F(ScanTest, KnownCheckValue) {
-  std::string path = dir_ + "/check";
-  FILE* f = std::fopen(path.c_str(), "wb");
-  std::fputs("123456789", f);
-  std::fclose(f);
+  std::string path = make_check_file("check");
   auto scanner = iov::tools::file_scanner::create({});
   ASSERT_TRUE(scanner.ok());
   auto r = (*scanner)->scan(path);
@@ -147,6 +168,75 @@ TEST_F(ScanTest, WrittenZerosAreZeroExtents) {
   expect_matches_model(mixed, 512);
 }
 
+// Blocks larger than the 64 KiB buffers span several reads: a block is zero
+// only if every piece of it is.
+TEST_F(ScanTest, BlocksLargerThanTheBuffers) {
+  std::string late = make_file("late-data", 3 * 1024 * 1024 + 5, {{70000, 1}, {2 * 1024 * 1024 + 65536, 100}});
+  std::string dense = make_file("dense", 500000, {{0, 500000}});
+  std::string zeros = make_file("zeros", 300000, {{0, 300000}}, /*zeros_as_data=*/true);
+  for (uint64_t block : {65537ull, 100000ull, 1ull << 20, 3ull << 20, 1ull << 30}) {
+    expect_matches_model(late, block);
+    expect_matches_model(dense, block);
+    expect_matches_model(zeros, block);
+  }
+}
+
+// The registered buffers are sized from the file (a page for a 9-byte file),
+// never from --block: a 1 GiB block once meant four 1 GiB buffers.
+TEST_F(ScanTest, BuffersAreSizedFromTheFileNotTheBlock) {
+  std::string nine = make_check_file("nine");
+  std::string big = make_file("big", 3 * 1024 * 1024, {{0, 3 * 1024 * 1024}});
+  auto scanner = iov::tools::file_scanner::create({.block = 1ull << 30});
+  ASSERT_TRUE(scanner.ok()) << scanner.status();
+  EXPECT_EQ((*scanner)->registered_buffer_size(), 0u) << "nothing before the first read";
+  auto r = (*scanner)->scan(nine);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ((*scanner)->registered_buffer_size(), iov::PAGE_SIZE);
+  EXPECT_EQ(r->extents, (std::vector<iov::tools::extent>{{0, 9, false}}));
+  r = (*scanner)->scan(big);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ((*scanner)->registered_buffer_size(), 1u << 20) << "the default cap";
+  EXPECT_EQ(r->crc32c, reference_crc32c(read_file(big)));
+  EXPECT_EQ(r->extents, (std::vector<iov::tools::extent>{{0, 3 * 1024 * 1024, false}}));
+}
+
+// What is not a regular file is refused before it is read: a device, a FIFO
+// (whose open would wait for a writer), a socket, a directory; a file whose
+// length is not its size (/proc, /sys) is an error, never a wrong CRC.
+TEST_F(ScanTest, WhatIsNotARegularFileIsRefused) {
+  auto scanner = iov::tools::file_scanner::create({});
+  ASSERT_TRUE(scanner.ok());
+  std::string fifo = dir_ + "/fifo", sock = dir_ + "/sock", blk = dir_ + "/blk";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  int s = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  std::snprintf(sa.sun_path, sizeof sa.sun_path, "%s", sock.c_str());
+  ASSERT_EQ(bind(s, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  std::vector<std::pair<std::string, std::string>> cases = {
+      {"/dev/zero", "a character device"}, {fifo, "a FIFO"}, {sock, "a socket"}, {dir_, "Is a directory"}};
+  if (mknod(blk.c_str(), S_IFBLK | 0600, makedev(7, 200)) == 0)  // root only; never opened
+    cases.push_back({blk, "a block device"});
+  for (const auto& [path, what] : cases) {
+    auto r = (*scanner)->scan(path);
+    ASSERT_FALSE(r.ok()) << path;
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+    EXPECT_THAT(r.status().message(), HasSubstr(path + ": " + what));
+  }
+  close(s);
+  auto proc = (*scanner)->scan("/proc/self/maps");  // size 0, yet it has contents
+  ASSERT_FALSE(proc.ok());
+  EXPECT_EQ(proc.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(proc.status().message(), HasSubstr("has more than its size of 0 bytes"));
+  const char* sys = "/sys/kernel/mm/transparent_hugepage/enabled";  // size 4096, shorter contents
+  struct stat sb;
+  if (stat(sys, &sb) == 0 && sb.st_size == 4096) {
+    auto r = (*scanner)->scan(sys);
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(r.status().message(), HasSubstr("before its size"));
+  }
+}
+
 TEST_F(ScanTest, HolesAreNotRead) {
   std::string path = make_file("big-hole", 64 * 1024 * 1024, {{4096, 4096}});
   struct stat sb;
@@ -170,6 +260,103 @@ TEST_F(ScanTest, MissingFileIsAnError) {
 }
 
 #ifdef IOV_SCAN_PATH
+// RLIMIT_MEMLOCK without CAP_IPC_LOCK, which bypasses it: in a child, before exec.
+void limit_memlock(rlim_t bytes) {
+  iov_test::drop_capability(CAP_IPC_LOCK);
+  struct rlimit rl{bytes, bytes};
+  setrlimit(RLIMIT_MEMLOCK, &rl);
+}
+
+// A FIFO without a writer: refused at once (opened O_NONBLOCK, or not at all),
+// and the next file is still scanned.
+TEST_F(ScanTest, ProgramNeverWaitsOnAFifo) {
+  std::string fifo = dir_ + "/fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::string nine = make_check_file("nine");
+  auto r = iov_test::run_child(iov_test::child_options({IOV_SCAN_PATH, fifo, nine}), 20000);
+  ASSERT_FALSE(r.timed_out) << "iov-scan waited on the FIFO";
+  EXPECT_EQ(iov_test::exit_code(r), 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("iov-scan: " + fifo + ": a FIFO; iov-scan reads regular files only"));
+  EXPECT_THAT(r.output, HasSubstr(nine + ":\ncrc32c: e3069283\n0 9 data\n"));
+}
+
+// Each file's lines reach stdout (a file here) as soon as it is done: while
+// iov-scan waits to open the next file (held by a lease: open waits for its
+// holder), the first file's result is already there, and survives SIGKILL.
+TEST_F(ScanTest, ProgramFlushesEachFileAsItIsDone) {
+  std::string nine = make_check_file("nine");
+  std::string held = make_file("held", 100, {{0, 100}});
+  std::string out = dir_ + "/out";
+  auto old_sigio = signal(SIGIO, SIG_IGN);  // the lease break's notice
+  int fd = open(held.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  if (fcntl(fd, F_SETLEASE, F_WRLCK) != 0) {
+    close(fd);
+    signal(SIGIO, old_sigio);
+    GTEST_SKIP() << "no file lease here: " << std::strerror(errno);
+  }
+  iov_test::child_options o({IOV_SCAN_PATH, nine, held});
+  o.output = iov_test::child_output::file;
+  o.stdout_file = out;
+  iov_test::child_process child(o);
+  ASSERT_TRUE(child.started());
+  const std::string first = nine + ":\ncrc32c: e3069283\n0 9 data\n";
+  std::string seen;
+  for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+       seen != first && std::chrono::steady_clock::now() < deadline;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::ifstream f(out);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    seen = ss.str();
+  }
+  EXPECT_EQ(seen, first) << "the first file's result was not flushed while the second was pending";
+  child.kill(SIGKILL);
+  auto r = child.finish(10000);
+  EXPECT_TRUE(WIFSIGNALED(r.status)) << "iov-scan did not wait for the lease: " << r.output;
+  fcntl(fd, F_SETLEASE, F_UNLCK);
+  close(fd);
+  signal(SIGIO, old_sigio);
+  std::ifstream f(out);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  EXPECT_EQ(ss.str(), first);
+}
+
+// --block=1g on a 9-byte file: one page of buffers, not four 1 GiB ones
+// (which took 10 s and 4.2 GB).
+TEST_F(ScanTest, ProgramWithAHugeBlockUsesLittleMemory) {
+  std::string nine = make_check_file("nine");
+  auto r = iov_test::run_child(iov_test::child_options({IOV_SCAN_PATH, "--block=1g", nine}));
+  EXPECT_EQ(iov_test::exit_code(r), 0) << r.output;
+  EXPECT_EQ(r.output, "crc32c: e3069283\n0 9 data\n");
+  EXPECT_TRUE(iov_test::peak_rss_below(r, 256 * 1024)) << r.usage.ru_maxrss << " KiB";
+  r = iov_test::run_child(iov_test::child_options({IOV_SCAN_PATH, "--block=2g", nine}));
+  EXPECT_EQ(iov_test::exit_code(r), 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("--block=2g: must be 1 byte to 1g"));
+}
+
+// io_uring charges its rings and registered buffers to RLIMIT_MEMLOCK without
+// CAP_IPC_LOCK: a limit too small says so, and a small one shrinks the
+// buffers (the CRC stays right).
+TEST_F(ScanTest, ProgramExplainsTheMemlockLimit) {
+  std::string big = make_file("big", 3 * 1024 * 1024 + 7, {{0, 3 * 1024 * 1024 + 7}});
+  iov_test::child_options o({IOV_SCAN_PATH, big});
+  o.in_child = [] { limit_memlock(0); };
+  auto r = iov_test::run_child(o);
+  EXPECT_EQ(iov_test::exit_code(r), 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("Cannot allocate memory; io_uring charges"));
+  EXPECT_THAT(r.output, HasSubstr("to RLIMIT_MEMLOCK (0 bytes"));
+  EXPECT_THAT(r.output, HasSubstr("ulimit -l"));
+  char expect[64];
+  std::snprintf(expect, sizeof expect, "crc32c: %08x\n0 %d data\n", reference_crc32c(read_file(big)),
+                3 * 1024 * 1024 + 7);
+  o.in_child = [] { limit_memlock(96 * 1024); };
+  r = iov_test::run_child(o);
+  EXPECT_EQ(iov_test::exit_code(r), 0) << r.output;
+  EXPECT_EQ(r.output, expect);
+}
+
 TEST_F(ScanTest, ProgramPrintsTheContractFormat) {
   std::string a = make_file("one", 10000, {{0, 10000}});
   std::string b = make_file("two", 3 * 4096, {{4096, 4096}});

@@ -13,6 +13,11 @@
 //   absl::StatusOr<iov::buffer_ref> ref = iov::import_fixed(table, 0, addr, 4096, iov::ITER_DEST, &it);
 //   // ... read into `it`; *ref keeps the registration alive until it is dropped
 //
+// Registration checks that the memory is the caller's (every page mapped and
+// readable, writable when it may receive data), as the kernel's pinning does;
+// an import, which only checks that its range lies inside a registration,
+// then never reaches memory that was not.
+//
 // Lifetimes: lookups take no lock (RCU); each import holds a reference on its
 // mapped_ubuf, so unregister and update only drop the table's reference and
 // the bvec table (and an mlock) goes away with the last import. The memory
@@ -113,6 +118,10 @@ class buffer_table {
 
   // Registers bufs[k] in slot k; a {nullptr, 0} entry leaves a slot empty (a
   // sparse table, as io_uring allows). All or nothing: on error no slot changes.
+  // Each buffer must be this process's memory, every page of it mapped,
+  // readable, and writable if it may receive data (IOV_REG_DEST): where the
+  // kernel cannot pin such pages (-EFAULT) this is InvalidArgument naming the
+  // buffer and why. The check faults the pages in, as pinning does.
   absl::Status register_buffers(absl::Span<const ::iovec> bufs, const buffer_registration_options& opts = {});
   // Replaces slot `index` ({nullptr, 0} empties it); imports in flight keep the old one.
   absl::Status update(unsigned index, const ::iovec& buf, const buffer_registration_options& opts = {});
@@ -126,6 +135,12 @@ class buffer_table {
   std::vector<std::atomic<mapped_ubuf*>> slots_;
   std::mutex update_lock_;  // serializes writers; readers use RCU
 };
+
+namespace internal {
+// For tests: check only that the pages are mapped (mincore), as on kernels
+// before 5.14, which lack MADV_POPULATE_READ/WRITE.
+extern std::atomic<bool> registration_probe_mincore_only;
+}  // namespace internal
 
 // Looks up slot `index` and imports [addr, addr + len) as an ITER_BVEC
 // iterator in `direction`. The returned reference keeps the buffer registered

@@ -18,6 +18,12 @@
 
 namespace iov::fio {
 
+// What the options may ask for, checked before anything is allocated.
+inline constexpr unsigned kMaxJobs = 1024;              // one thread each
+inline constexpr unsigned kMaxIodepth = 65536;          // buffers per job
+inline constexpr uint64_t kMaxBytes = uint64_t{1} << 63;  // --size, --io_size: below what loff_t holds
+inline constexpr double kMaxRuntime = 1e9;              // seconds; its nanoseconds fit in 64 bits
+
 enum class rw_pattern { read, write, randread, randwrite, randrw };
 enum class iter_kind { ubuf, iovec, bvec, fixed };
 
@@ -40,6 +46,9 @@ struct job_options {
   blkdev_settings settings;    // for blkdev_create(), which has the programs' defaults
 };
 
+// The command line, every value checked for range and overflow (the
+// buffers it asks for against this machine's memory): InvalidArgument naming
+// the option.
 absl::StatusOr<job_options> parse_options(int argc, char** argv);
 const char* rw_name(rw_pattern rw);
 const char* iter_name(iter_kind k);
@@ -57,12 +66,20 @@ struct run_result {
   uint64_t ctx = 0;           // context switches
   int error = 0;              // first request error (-errno), 0 if none
   std::string error_text;
+  bool setup_failed = false;  // no job ran: buffers or threads could not be had (error_text says)
   bool verify_failed = false;
   std::string verify_text;    // names the offset
   uint64_t verified_blocks = 0;
 };
 
-// Runs the workload (prefill first if asked; verify after, if asked).
-run_result run(const job_options& o, blkdev& dev);
+// What the options ask of the device it cannot do: --verify on a null_blk
+// that stores nothing, jobs smaller than a zone. InvalidArgument.
+absl::Status check_device(const job_options& o, const blkdev& dev);
+
+struct job_progress;  // status.hpp
+
+// Runs the workload (prefill first if asked; verify after, if asked). With
+// `progress` (numjobs entries), each job reports there as it goes.
+run_result run(const job_options& o, blkdev& dev, std::vector<job_progress>* progress = nullptr);
 
 }  // namespace iov::fio

@@ -1,10 +1,14 @@
 // options.cc: iov-fio's command line (see job.hpp).
+#include <unistd.h>
+
+#include <cmath>
 #include <cstdlib>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/options.hpp"
 #include "fio/job.hpp"
+#include "iov/registered_buffers.hpp"
 
 namespace iov::fio {
 
@@ -34,11 +38,41 @@ absl::Status bad(const std::string& name, const std::string& value, const char* 
   return absl::InvalidArgumentError(absl::StrCat("--", name, "=", value, ": expected ", want));
 }
 
-absl::Status parse_unsigned(const std::string& name, const std::string& value, unsigned* out, unsigned min) {
-  unsigned v;
-  if (!absl::SimpleAtoi(value, &v) || v < min)
-    return bad(name, value, min ? "a positive integer" : "an integer");
-  *out = v;
+// An integer from min to max; digits only (no sign, no spaces).
+absl::Status parse_unsigned(const std::string& name, const std::string& value, unsigned* out, unsigned min,
+                            unsigned max) {
+  uint64_t v;
+  bool digits = !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
+  if (!digits || !absl::SimpleAtoi(value, &v) || v < min || v > max)
+    return bad(name, value,
+               (min == 1 ? absl::StrCat("a positive integer, at most ", max)
+                         : absl::StrCat("an integer from ", min, " to ", max)).c_str());
+  *out = static_cast<unsigned>(v);
+  return absl::OkStatus();
+}
+
+uint64_t physical_memory() {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : UINT64_MAX;
+}
+
+// What the options together ask for: checked here, before any of it is
+// allocated (the products cannot overflow: each factor is bounded above).
+absl::Status check_combination(const job_options& o) {
+  if (o.bs % SECTOR_SIZE || o.bs > (64u << 20))
+    return absl::InvalidArgumentError(absl::StrCat("--bs=", o.bs, ": must be a multiple of 512, at most 64m"));
+  if (o.size < o.bs * o.numjobs)
+    return absl::InvalidArgumentError(
+        absl::StrCat("--size=", o.size, " is too small for ", o.numjobs, " jobs of --bs=", o.bs));
+  const uint64_t buffers = uint64_t{o.numjobs} * o.iodepth;
+  if (o.iter == iter_kind::fixed && buffers > IORING_MAX_REG_BUFFERS)
+    return absl::InvalidArgumentError(absl::StrCat("--iter=fixed registers --numjobs x --iodepth = ", buffers,
+                                                   " buffers; io_uring allows at most ", IORING_MAX_REG_BUFFERS));
+  const uint64_t memory = buffers * ((o.bs + PAGE_SIZE - 1) & PAGE_MASK), ram = physical_memory();
+  if (memory > ram)
+    return absl::InvalidArgumentError(absl::StrCat("--numjobs=", o.numjobs, " x --iodepth=", o.iodepth,
+                                                   " buffers of --bs=", o.bs, " need ", memory,
+                                                   " bytes, more than this machine's memory (", ram, " bytes)"));
   return absl::OkStatus();
 }
 }  // namespace
@@ -61,6 +95,8 @@ absl::StatusOr<job_options> parse_options(int argc, char** argv) {
       auto v = tools::parse_size(value);
       if (!v.ok() || *v == 0)
         return bad(name, value, "a positive size such as 4k or 64m");
+      if (*v >= kMaxBytes)
+        return bad(name, value, "a size below 2^63 bytes (8388608t)");
       (name == "size" ? o.size : name == "bs" ? o.bs : o.io_size) = *v;
     } else if (name == "rw" || name == "readwrite") {
       if (value == "read") o.rw = rw_pattern::read;
@@ -70,20 +106,20 @@ absl::StatusOr<job_options> parse_options(int argc, char** argv) {
       else if (value == "randrw") o.rw = rw_pattern::randrw;
       else return bad(name, value, "read, write, randread, randwrite or randrw");
     } else if (name == "numjobs") {
-      s = parse_unsigned(name, value, &o.numjobs, 1);
+      s = parse_unsigned(name, value, &o.numjobs, 1, kMaxJobs);
     } else if (name == "iodepth") {
-      s = parse_unsigned(name, value, &o.iodepth, 1);
+      s = parse_unsigned(name, value, &o.iodepth, 1, kMaxIodepth);
     } else if (name == "rwmixread") {
-      s = parse_unsigned(name, value, &o.rwmixread, 0);
-      if (s.ok() && o.rwmixread > 100)
+      s = parse_unsigned(name, value, &o.rwmixread, 0, 100);
+      if (!s.ok())
         return bad(name, value, "a percentage, 0 to 100");
     } else if (name == "runtime") {
       double v;
       std::string num = value;
       if (!num.empty() && num.back() == 's')
         num.pop_back();
-      if (!absl::SimpleAtod(num, &v) || v <= 0)
-        return bad(name, value, "a positive number of seconds");
+      if (!absl::SimpleAtod(num, &v) || !std::isfinite(v) || v <= 0 || v > kMaxRuntime)
+        return bad(name, value, "a positive number of seconds, at most 1e9");
       o.runtime = v;
     } else if (name == "verify") {
       if (value != "crc32c")
@@ -118,11 +154,8 @@ absl::StatusOr<job_options> parse_options(int argc, char** argv) {
       return s;
   }
   o.settings.emplace_back("size", std::to_string(o.size));
-  if (o.bs % SECTOR_SIZE || o.bs > (64u << 20))
-    return absl::InvalidArgumentError(absl::StrCat("--bs=", o.bs, ": must be a multiple of 512, at most 64m"));
-  if (o.size < o.bs * o.numjobs)
-    return absl::InvalidArgumentError(
-        absl::StrCat("--size=", o.size, " is too small for ", o.numjobs, " jobs of --bs=", o.bs));
+  if (absl::Status s = check_combination(o); !s.ok())
+    return s;
   if (o.runtime == 0 && o.io_size == 0)
     o.io_size = o.size;
   return o;

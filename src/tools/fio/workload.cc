@@ -1,6 +1,7 @@
 // workload.cc: the jobs of an iov-fio run. Each job is a thread with its own
-// region of the device (size / numjobs, so verify never races another job),
-// iodepth buffers and an iterator kind:
+// region of the device (size / numjobs, whole zones on a zoned device, so
+// verify and zone resets never race another job), iodepth buffers and an
+// iterator kind:
 //   ubuf   iov_iter_ubuf over the buffer
 //   iovec  one ::iovec per page of the buffer
 //   bvec   what an unregistered buffer costs per request: the ubuf's pages
@@ -9,25 +10,24 @@
 // The driver completes synchronously (as fio's sync engines): iodepth is how
 // many buffers a job cycles through, not concurrency.
 #include <sys/resource.h>
-#include <time.h>
 
-#include <atomic>
+#include <barrier>
 #include <cstring>
+#include <latch>
+#include <map>
+#include <new>
+#include <system_error>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "fio/job.hpp"
+#include "fio/status.hpp"
 #include "iov/iov.hpp"
+#include "iov_drivers/null_blk.hpp"
 
 namespace iov::fio {
 
 namespace {
-
-uint64_t now_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 struct xorshift {
   uint64_t s;
@@ -49,21 +49,60 @@ struct verify_header {
 };
 constexpr uint64_t kVerifyMagic = 0x69766f2d66696f31ull;  // "iov-fio1"
 
+// The blocks of a region that hold verifiable data: sparse, so that its
+// memory follows what was written, never the size of the device (a bitmap of
+// a 100 TiB device was 3.3 GB).
+class written_blocks {
+ public:
+  void set(uint64_t block) { words_[block / 64] |= uint64_t{1} << (block % 64); }
+  void erase(uint64_t first, uint64_t end) {  // [first, end)
+    for (uint64_t b = first; b < end; b++) {
+      auto it = words_.find(b / 64);
+      if (it == words_.end()) {
+        b = (b / 64 + 1) * 64 - 1;
+        continue;
+      }
+      it->second &= ~(uint64_t{1} << (b % 64));
+      if (!it->second)
+        words_.erase(it);
+    }
+  }
+  template <class F>
+  bool for_each(F&& f) const {  // in order, until f returns false
+    for (const auto& [word, bits] : words_)
+      for (unsigned k = 0; k < 64; k++)
+        if ((bits >> k & 1) && !f(word * 64 + k))
+          return false;
+    return true;
+  }
+  uint64_t count() const {
+    uint64_t n = 0;
+    for (const auto& [word, bits] : words_)
+      n += static_cast<uint64_t>(__builtin_popcountll(bits));
+    return n;
+  }
+
+ private:
+  std::map<uint64_t, uint64_t> words_;
+};
+
 struct job {
   const job_options* o;
   blkdev* dev;
   buffer_table* table;
+  job_progress* live;
   unsigned id;
   uint64_t region_start, region_len;
   std::vector<char*> bufs;
   std::vector<std::vector<::iovec>> iovs;
-  std::vector<bool> written;  // per block of the region, for verify
+  written_blocks written;  // with --verify only
   xorshift rng;
   uint64_t seq = 0;
   direction_stats read, write;
   int error = 0;
   std::string error_text;
   uint64_t elapsed_ns = 0;
+  uint64_t zone_start = UINT64_MAX, zone_capacity = 0;  // bytes: the zone of the last sequential write
 
   unsigned slot_base() const { return id * o->iodepth; }
 };
@@ -153,16 +192,67 @@ bool fail(job& j, int err, const char* why, uint64_t offset) {
   return false;
 }
 
+// A sequential write to block *block of a zoned device, as fio's
+// zonemode=zbd does it: a block past its zone's capacity moves to the next
+// zone's start (*block grows, and may reach the region's end), and a write
+// at the start of a sequential zone that is not empty (a run that wrapped
+// around, or a measured phase after --prefill) resets the zone first, whose
+// blocks then no longer hold verifiable data. 0 or a request's error.
+int prepare_zoned_write(job& j, uint64_t* block, uint64_t blocks, const char** why) {
+  const uint64_t zone_bytes = j.dev->limits().chunk_sectors << SECTOR_SHIFT, bs = j.o->bs;
+  for (; *block < blocks; *block = (j.zone_start + zone_bytes - j.region_start) / bs) {
+    uint64_t offset = j.region_start + *block * bs, start = offset / zone_bytes * zone_bytes;
+    if (start != j.zone_start || offset == start) {
+      std::vector<blk_zone> zone;
+      if (int n = j.dev->report_zones(start >> SECTOR_SHIFT, 1, &zone); n != 1) {
+        *why = "cannot report the zone";
+        return n < 0 ? n : -EIO;
+      }
+      j.zone_start = start;
+      j.zone_capacity = zone[0].capacity << SECTOR_SHIFT;
+      if (offset == start && zone[0].type == BLK_ZONE_TYPE_SEQWRITE_REQ && zone[0].cond != BLK_ZONE_COND_EMPTY) {
+        blk_request rq;
+        rq.op = REQ_OP_ZONE_RESET;
+        rq.sector = start >> SECTOR_SHIFT;
+        if (int err = j.dev->submit(rq)) {
+          *why = rq.error;
+          return err;
+        }
+        if (j.o->verify)
+          j.written.erase((start - j.region_start) / bs, (start + zone_bytes - j.region_start) / bs);
+      }
+    }
+    if (offset + bs <= j.zone_start + j.zone_capacity)
+      return 0;
+  }
+  return 0;
+}
+
+bool zoned_sequential_writes(const job& j) {
+  return (j.dev->limits().features & BLK_FEAT_ZONED) && j.dev->limits().chunk_sectors;
+}
+
 // Sequential bs-sized writes over the job's region.
 bool prefill(job& j) {
-  for (uint64_t off = 0; off < j.region_len; off += j.o->bs) {
-    uint64_t offset = j.region_start + off;
+  const uint64_t blocks = j.region_len / j.o->bs;
+  j.live->start_phase('I', j.region_len, monotonic_ns());
+  j.zone_start = UINT64_MAX;
+  for (uint64_t b = 0; b < blocks; b++) {
+    const char* why = nullptr;
+    if (zoned_sequential_writes(j)) {
+      if (int err = prepare_zoned_write(j, &b, blocks, &why))
+        return fail(j, err, why, j.region_start + b * j.o->bs);
+      if (b >= blocks)
+        break;
+    }
+    uint64_t offset = j.region_start + b * j.o->bs;
     if (j.o->verify)
       fill_block(j, j.bufs[0], offset);
-    const char* why = nullptr;
     if (int err = submit_io(j, 0, true, offset, &why))
       return fail(j, err, why, offset);
-    j.written[off / j.o->bs] = true;
+    j.live->count(true, j.o->bs);
+    if (j.o->verify)
+      j.written.set(b);
   }
   return true;
 }
@@ -171,8 +261,10 @@ void measured_phase(job& j) {
   const job_options& o = *j.o;
   const uint64_t blocks = j.region_len / o.bs;
   const bool random = o.rw == rw_pattern::randread || o.rw == rw_pattern::randwrite || o.rw == rw_pattern::randrw;
-  const uint64_t start = now_ns();
+  const bool zoned = !random && o.rw == rw_pattern::write && zoned_sequential_writes(j);
+  const uint64_t start = monotonic_ns();
   const uint64_t deadline = o.runtime > 0 ? start + static_cast<uint64_t>(o.runtime * 1e9) : UINT64_MAX;
+  j.live->start_phase(run_letter(o.rw), o.runtime > 0 ? 0 : o.io_size, start);
   uint64_t done = 0, next_block = 0;
   bool stop = false;
   while (!stop) {
@@ -180,13 +272,25 @@ void measured_phase(job& j) {
       bool is_write = o.rw == rw_pattern::write || o.rw == rw_pattern::randwrite ||
                       (o.rw == rw_pattern::randrw && j.rng.next() % 100 >= o.rwmixread);
       uint64_t block = random ? j.rng.next() % blocks : next_block++ % blocks;
+      const char* why = nullptr;
+      if (zoned) {
+        int err = prepare_zoned_write(j, &block, blocks, &why);
+        if (!err && block >= blocks) {  // the rest of the region is past the zones' capacity: wrap
+          block = 0;
+          err = prepare_zoned_write(j, &block, blocks, &why);
+        }
+        if (err || block >= blocks) {
+          fail(j, err ? err : -ENOSPC, why ? why : "no zone has room for a block", j.region_start + block * o.bs);
+          break;
+        }
+        next_block = block + 1;
+      }
       uint64_t offset = j.region_start + block * o.bs;
       if (is_write && o.verify)
         fill_block(j, j.bufs[slot], offset);
-      const char* why = nullptr;
-      uint64_t t0 = now_ns();
+      uint64_t t0 = monotonic_ns();
       int err = submit_io(j, slot, is_write, offset, &why);
-      uint64_t t1 = now_ns();
+      uint64_t t1 = monotonic_ns();
       if (err) {
         fail(j, err, why, offset);
         stop = true;
@@ -196,22 +300,22 @@ void measured_phase(job& j) {
       d.ios++;
       d.bytes += o.bs;
       d.clat.add(t1 - t0);
-      if (is_write)
-        j.written[block] = true;
+      j.live->count(is_write, o.bs);
+      if (is_write && o.verify)
+        j.written.set(block);
       done += o.bs;
       if (o.runtime > 0 ? t1 >= deadline : done >= o.io_size)
         stop = true;
     }
   }
-  j.elapsed_ns = now_ns() - start;
+  j.elapsed_ns = monotonic_ns() - start;
 }
 
 // Reads back every block the job wrote and checks its header and CRC.
 bool verify_job(job& j, run_result& r) {
   const uint64_t bs = j.o->bs;
-  for (uint64_t b = 0; b < j.written.size(); b++) {
-    if (!j.written[b])
-      continue;
+  j.live->start_phase('V', j.written.count() * bs, monotonic_ns());
+  bool ok = j.written.for_each([&](uint64_t b) {
     uint64_t offset = j.region_start + b * bs;
     const char* why = nullptr;
     if (int err = submit_io(j, 0, false, offset, &why)) {
@@ -219,6 +323,7 @@ bool verify_job(job& j, run_result& r) {
       r.verify_text = absl::StrCat("verify: read at offset ", offset, " failed: ", why ? why : std::strerror(-err));
       return false;
     }
+    j.live->count(false, bs);
     verify_header h;
     std::memcpy(&h, j.bufs[0], sizeof h);
     uint32_t crc = ~crc32c(~0u, j.bufs[0] + sizeof h, bs - sizeof h);
@@ -235,8 +340,10 @@ bool verify_job(job& j, run_result& r) {
       return false;
     }
     r.verified_blocks++;
-  }
-  return true;
+    return true;
+  });
+  j.live->state.store(ok ? '_' : 'X', std::memory_order_relaxed);
+  return ok;
 }
 
 // The testing aid: flip one byte on the device, bypassing the headers.
@@ -260,63 +367,153 @@ void corrupt(blkdev& dev, uint64_t offset) {
 
 double tv_seconds(const timeval& tv) { return static_cast<double>(tv.tv_sec) + tv.tv_usec / 1e6; }
 
+// Each job's buffers (checked: a failed allocation is an error, not a crash
+// on first use), and their registration for --iter=fixed only.
+absl::Status allocate_buffers(const job_options& o, std::vector<job>& jobs, buffer_table& table) {
+  const size_t alloc = (o.bs + PAGE_SIZE - 1) & PAGE_MASK;
+  std::vector<::iovec> to_register;
+  for (job& j : jobs) {
+    for (unsigned s = 0; s < o.iodepth; s++) {
+      char* b = static_cast<char*>(std::aligned_alloc(PAGE_SIZE, alloc));
+      if (!b)
+        return absl::ResourceExhaustedError(absl::StrCat("out of memory for the I/O buffers (", o.numjobs, " jobs x ",
+                                                         o.iodepth, " x ", alloc, " bytes)"));
+      j.bufs.push_back(b);
+      for (size_t k = 0; k < alloc; k += 8) {  // no zero byte, so zero detection never skips a write
+        uint64_t v = j.rng.next() | 0x0101010101010101ull;
+        std::memcpy(b + k, &v, 8);
+      }
+      if (o.iter == iter_kind::iovec) {
+        std::vector<::iovec> pages;
+        for (size_t off = 0; off < o.bs; off += PAGE_SIZE)
+          pages.push_back({b + off, std::min<size_t>(PAGE_SIZE, o.bs - off)});
+        j.iovs.push_back(std::move(pages));
+      }
+      to_register.push_back({b, o.bs});
+    }
+  }
+  if (o.iter == iter_kind::fixed)
+    return table.register_buffers(to_register);
+  return absl::OkStatus();
+}
+
+// Starts one thread per job, all held at a gate until every one exists: a
+// thread that cannot be created (RLIMIT_NPROC, memory for its stack) ends
+// the run before any job has started, with a clear error.
+class job_threads {
+ public:
+  template <class F>
+  absl::Status start(std::vector<job>& jobs, F body) {
+    for (job& j : jobs) {
+      try {
+        threads_.emplace_back([this, &j, body] {
+          gate_.wait();
+          if (!abort_.load(std::memory_order_acquire))
+            body(j);
+        });
+      } catch (const std::system_error& e) {
+        abort_.store(true, std::memory_order_release);
+        gate_.count_down();
+        join();
+        return absl::ResourceExhaustedError(absl::StrCat("cannot start the thread of job ", j.id, " (of ", jobs.size(),
+                                                         "): ", e.code().message()));
+      }
+    }
+    gate_.count_down();
+    return absl::OkStatus();
+  }
+  void join() {
+    for (auto& t : threads_)
+      t.join();
+    threads_.clear();
+  }
+  ~job_threads() { join(); }
+
+ private:
+  std::latch gate_{1};
+  std::atomic<bool> abort_{false};
+  std::vector<std::thread> threads_;
+};
+
+run_result setup_failure(const absl::Status& s) {
+  run_result r;
+  r.setup_failed = true;
+  r.error = -ENOMEM;
+  r.error_text = std::string(s.message());
+  return r;
+}
+
 }  // namespace
 
-run_result run(const job_options& o, blkdev& dev) {
+absl::Status check_device(const job_options& o, const blkdev& dev) {
+  if (const auto* nullb = dynamic_cast<const nullb_device*>(&dev); o.verify && nullb && !nullb->config().memory_backed)
+    return absl::InvalidArgumentError(
+        "--verify=crc32c reads back what was written, but null_blk with --memory_backed=0 stores nothing");
+  if (const uint64_t zone = dev.limits().chunk_sectors << SECTOR_SHIFT; (dev.limits().features & BLK_FEAT_ZONED) && zone) {
+    if (o.size / o.numjobs < zone)
+      return absl::InvalidArgumentError(absl::StrCat("--numjobs=", o.numjobs, " leaves each job ", o.size / o.numjobs,
+                                                     " bytes, less than one zone (", zone,
+                                                     " bytes): on a zoned device each job writes whole zones"));
+  }
+  return absl::OkStatus();
+}
+
+run_result run(const job_options& o, blkdev& dev, std::vector<job_progress>* progress) {
   run_result r;
-  const uint64_t region = o.size / o.numjobs / o.bs * o.bs;
-  buffer_table table(o.numjobs * o.iodepth);
+  uint64_t region = o.size / o.numjobs / o.bs * o.bs;
+  if (const uint64_t zone = dev.limits().chunk_sectors << SECTOR_SHIFT; (dev.limits().features & BLK_FEAT_ZONED) && zone)
+    region = o.size / o.numjobs / zone * zone;
+  std::vector<job_progress> own(progress ? 0 : o.numjobs);
+  std::vector<job_progress>& live = progress ? *progress : own;
+  buffer_table table(o.iter == iter_kind::fixed ? o.numjobs * o.iodepth : 0);
   std::vector<job> jobs(o.numjobs);
-  std::vector<::iovec> to_register;
   for (unsigned id = 0; id < o.numjobs; id++) {
     job& j = jobs[id];
     j.o = &o;
     j.dev = &dev;
     j.table = &table;
+    j.live = &live[id];
     j.id = id;
     j.region_start = id * region;
     j.region_len = region;
-    j.written.assign(region / o.bs, false);
     j.rng.s = (o.seed + id) * 0x9E3779B97F4A7C15ull | 1;
-    for (unsigned s = 0; s < o.iodepth; s++) {
-      size_t alloc = (o.bs + PAGE_SIZE - 1) & PAGE_MASK;
-      char* b = static_cast<char*>(std::aligned_alloc(PAGE_SIZE, alloc));
-      for (size_t k = 0; k < alloc; k++)  // non-zero, so zero detection never skips a write
-        b[k] = static_cast<char>(j.rng.next() | 1);
-      j.bufs.push_back(b);
-      std::vector<::iovec> pages;
-      for (size_t off = 0; off < o.bs; off += PAGE_SIZE)
-        pages.push_back({b + off, std::min<size_t>(PAGE_SIZE, o.bs - off)});
-      j.iovs.push_back(std::move(pages));
-      to_register.push_back({b, o.bs});
-    }
   }
-  if (absl::Status s = table.register_buffers(to_register); !s.ok()) {
-    r.error = -EINVAL;
-    r.error_text = std::string(s.message());
+  auto free_buffers = [&] {
+    table.unregister_all();
+    for (job& j : jobs)
+      for (char* b : j.bufs)
+        std::free(b);
+  };
+  if (absl::Status s = allocate_buffers(o, jobs, table); !s.ok()) {
+    free_buffers();
+    return setup_failure(s);
   }
 
-  if (!r.error && o.prefill) {
-    std::vector<std::thread> threads;
-    for (job& j : jobs)
-      threads.emplace_back([&j] { prefill(j); });
-    for (auto& t : threads)
-      t.join();
-  }
+  // Each job prefills (if asked), then all wait for the slowest, so that the
+  // measured phase starts together and its wall time is the run's.
   rusage ru0, ru1;
-  getrusage(RUSAGE_SELF, &ru0);
-  uint64_t t0 = now_ns();
-  if (!r.error) {
-    std::vector<std::thread> threads;
-    for (job& j : jobs)
-      threads.emplace_back([&j] {
-        if (!j.error)
-          measured_phase(j);
-      });
-    for (auto& t : threads)
-      t.join();
+  uint64_t t0 = 0;
+  std::barrier sync(static_cast<std::ptrdiff_t>(o.numjobs) + 1);
+  job_threads threads;
+  absl::Status started = threads.start(jobs, [&](job& j) {
+    if (o.prefill)
+      prefill(j);
+    sync.arrive_and_wait();  // every prefill done: the clock starts
+    sync.arrive_and_wait();
+    if (!j.error)
+      measured_phase(j);
+    j.live->state.store(j.error ? 'X' : o.verify ? 'E' : '_', std::memory_order_relaxed);
+  });
+  if (!started.ok()) {
+    free_buffers();
+    return setup_failure(started);
   }
-  r.seconds = static_cast<double>(now_ns() - t0) / 1e9;
+  sync.arrive_and_wait();
+  getrusage(RUSAGE_SELF, &ru0);
+  t0 = monotonic_ns();
+  sync.arrive_and_wait();
+  threads.join();
+  r.seconds = static_cast<double>(monotonic_ns() - t0) / 1e9;
   getrusage(RUSAGE_SELF, &ru1);
   if (r.seconds > 0) {
     r.usr_cpu = 100.0 * (tv_seconds(ru1.ru_utime) - tv_seconds(ru0.ru_utime)) / r.seconds;
@@ -341,10 +538,10 @@ run_result run(const job_options& o, blkdev& dev) {
     for (job& j : jobs)
       if (!verify_job(j, r))
         break;
-  table.unregister_all();
-  for (job& j : jobs)
-    for (char* b : j.bufs)
-      std::free(b);
+  for (job_progress& p : live)
+    if (p.state.load(std::memory_order_relaxed) == 'E')
+      p.state.store('_', std::memory_order_relaxed);
+  free_buffers();
   return r;
 }
 

@@ -3,7 +3,11 @@
 //   FILE:                      (only when more than one file is given)
 //   crc32c: xxxxxxxx           (~crc32c(~0, data), lower-case hex)
 //   OFFSET LENGTH data|zero    (maximal runs, in order; holes read as zero)
+// Each file's lines are flushed as soon as it is done, so that what was
+// printed survives if the program is stopped later.
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -11,13 +15,22 @@
 #include "scan/scan.hpp"
 
 namespace {
+
+constexpr char kUsage[] =
+    "usage: iov-scan [--block=SIZE] FILE...\n"
+    "  --block=SIZE  zero-detection granularity, 1 byte to 1g (default 4k)\n"
+    "Reads regular files only (not devices, FIFOs, sockets or /proc files).\n"
+    "Exit status: 0 every file scanned; 1 a file could not be scanned (its error is\n"
+    "on stderr, the other files are still reported) or io_uring could not be set up;\n"
+    "2 a bad command line.\n";
+
 int usage(const char* msg) {
   if (msg)
     std::fprintf(stderr, "iov-scan: %s\n", msg);
-  std::fprintf(stderr, "usage: iov-scan [--block=SIZE] FILE...\n"
-                       "  --block=SIZE  zero-detection granularity (default 4k)\n");
-  return 2;
+  std::fputs(kUsage, msg ? stderr : stdout);
+  return msg ? 2 : 0;
 }
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -31,13 +44,14 @@ int main(int argc, char** argv) {
       continue;
     }
     if (opt->first == "help")
-      return usage(nullptr), 0;
+      return usage(nullptr);
     if (opt->first != "block" || !opt->second)
       return usage(("unknown option " + arg).c_str());
     auto block = iov::tools::parse_size(*opt->second);
-    if (!block.ok() || *block == 0)
-      return usage(("--block: " + (block.ok() ? std::string("must be positive")
-                                              : std::string(block.status().message()))).c_str());
+    if (!block.ok())
+      return usage(("--block: " + std::string(block.status().message())).c_str());
+    if (*block == 0 || *block > iov::tools::kMaxScanBlock)
+      return usage(("--block=" + *opt->second + ": must be 1 byte to 1g").c_str());
     opts.block = *block;
   }
   if (files.empty())
@@ -61,6 +75,10 @@ int main(int argc, char** argv) {
     for (const auto& e : r->extents)
       std::printf("%llu %llu %s\n", static_cast<unsigned long long>(e.offset),
                   static_cast<unsigned long long>(e.length), e.zero ? "zero" : "data");
+    if (std::fflush(stdout) != 0) {
+      std::fprintf(stderr, "iov-scan: writing the output: %s\n", std::strerror(errno));
+      return 1;
+    }
   }
   return rc;
 }
