@@ -71,21 +71,109 @@ inline uint32_t crc32c_combine(uint32_t crc1, uint32_t crc2, size_t len2) {
   return crc32c_extend_zeroes(crc1, len2) ^ crc2;
 }
 
+// ---- the streaming form ------------------------------------------------------
+//
+// A CRC fed piece by piece, for callers that cut the bytes themselves. The
+// result is crc32c(crc, all the pieces in order) whatever the cut: pieces of
+// any length (zero included) at any address.
+//
+//   iov::crc32c_state st;
+//   iov::crc32c_init(&st, ~0u);
+//   iov::crc32c_update(&st, hdr, sizeof hdr);
+//   iov::crc32c_update_zeroes(&st, hole_len);          // a hole, never read
+//   iov::crc32c_update(&st, payload, payload_len);
+//   uint32_t standard = ~iov::crc32c_final(&st);
+//
+// Cost. The state is not a finished CRC but the folding accumulators: a
+// 256-byte window congruent to the bytes so far, plus the CRC of the bytes
+// after it (the tail, under 256 bytes unless many short pieces came in a row).
+// crc32c_update() is one call that reads each byte once: each whole 256 bytes
+// of the piece (the first moving the window over the previous tail at no extra
+// cost) is folded at the carry-less multiplier's rate, as in one flat call
+// over all the bytes; the last under 256 bytes go into the tail with the crc32
+// instruction. There is no per-piece setup or reduction, so 512-byte pieces
+// cost about what one flat buffer does. The one reduction to 32 bits (about
+// 40 cycles) is in crc32c_final(), which leaves the state as it was; a tail
+// grown past 256 bytes is reduced once, when the next piece of 256 or more
+// arrives. crc32c_update_zeroes() costs O(log n) and reads nothing.
+// crc32c_init() does not clear the window. Where the CPU has no carry-less
+// multiply (or IOV_SIMD=portable), the state is a running CRC updated by
+// ISA-L per piece.
+//
+// The state is about 320 bytes, 64-byte aligned: a local of the walk. Its
+// members belong to the engine (src/crc32c.cc); a state is used from one
+// thread at a time and may be copied to fork the CRC.
+struct crc32c_state {
+  alignas(64) unsigned char window[256];  // congruent to the bytes before the tail, if folded
+  uint64_t tail_len;                      // bytes since the window
+  uint32_t tail_crc;                      // folded: crc32c(0, tail); else crc32c(crc, everything)
+  uint8_t level;                          // the simd_level of the kernels that fill it
+  bool folded;                            // false: the window is not used (and not initialized)
+};
+
+// Starts a CRC at `crc` (the raw value, as crc32c()'s first argument).
+void crc32c_init(crc32c_state* st, uint32_t crc);
+// Extends the CRC over data[0, len). (Inline: the level's branch, then the
+// kernel's call, with nothing else between a walk's pieces.)
+inline void crc32c_update(crc32c_state* st, const void* data, size_t len) {
+  if (IOV_LIKELY(st->level == internal::kCrc32cAvx512))
+    internal::crc32c_update_avx512(st, data, len);
+  else
+    internal::crc32c_update_other(st, data, len);
+}
+// Extends the CRC over n zero bytes without reading any, in O(log n).
+void crc32c_update_zeroes(crc32c_state* st, size_t n);
+// crc32c(crc, everything fed so far). The state is unchanged: feeding may go on.
+uint32_t crc32c_final(const crc32c_state* st);
+
 namespace internal {
-// Steps with stable addresses, for generic_iterate(). priv/priv2:
-//   crc32c_step:           priv = uint32_t* crc
-//   crc32c_copy_to_*:      priv = const char* from (the source), priv2 = uint32_t* crc
-//   crc32c_copy_from_*:    priv = char* to (the destination),   priv2 = uint32_t* crc
+// dst <- src[0, len), and the state extended over those bytes, reading each
+// once; the buffers do not overlap. The fused iterator forms' step.
+inline void crc32c_copy_update(crc32c_state* st, void* dst, const void* src, size_t len) {
+  if (IOV_LIKELY(st->level == kCrc32cAvx512))
+    crc32c_copy_update_avx512(st, dst, src, len);
+  else
+    crc32c_copy_update_other(st, dst, src, len);
+}
+}  // namespace internal
+
+// The same as a value, for C++ callers:
+//
+//   iov::crc32c_stream s(~0u);
+//   for (auto piece : pieces) s.update(piece.data(), piece.size());
+//   uint32_t standard = ~s.value();
+class crc32c_stream {
+ public:
+  explicit crc32c_stream(uint32_t crc) { crc32c_init(&state_, crc); }
+  crc32c_stream& update(const void* data, size_t len) {
+    crc32c_update(&state_, data, len);
+    return *this;
+  }
+  crc32c_stream& update_zeroes(size_t n) {
+    crc32c_update_zeroes(&state_, n);
+    return *this;
+  }
+  uint32_t value() const { return crc32c_final(&state_); }
+  crc32c_state* state() { return &state_; }
+
+ private:
+  crc32c_state state_;
+};
+
+namespace internal {
+// Steps with stable addresses, for generic_iterate(). Each piece feeds the
+// walk's crc32c_state; the reduction is the walk's, once, at its end.
+//   crc32c_step:           priv = crc32c_state*
+//   crc32c_copy_to_*:      priv = const char* from (the source), priv2 = crc32c_state*
+//   crc32c_copy_from_*:    priv = char* to (the destination),   priv2 = crc32c_state*
 // The user-backed copy steps go through usercopy_allow(), as copy.hpp's do, so
 // an injected fault makes the copy (and the CRC) stop short.
 inline size_t crc32c_step(void* iter_base, size_t, size_t len, void* priv, void*) {
-  auto* crc = static_cast<uint32_t*>(priv);
-  *crc = crc32c(*crc, iter_base, len);
+  crc32c_update(static_cast<crc32c_state*>(priv), iter_base, len);
   return 0;
 }
 inline size_t crc32c_copy_to_iter_step(void* iter_to, size_t progress, size_t len, void* from, void* priv2) {
-  auto* crc = static_cast<uint32_t*>(priv2);
-  *crc = crc32c_copy(iter_to, static_cast<const char*>(from) + progress, len, *crc);
+  crc32c_copy_update(static_cast<crc32c_state*>(priv2), iter_to, static_cast<const char*>(from) + progress, len);
   return 0;
 }
 inline size_t crc32c_copy_to_user_iter_step(void* iter_to, size_t progress, size_t len, void* from,
@@ -95,8 +183,7 @@ inline size_t crc32c_copy_to_user_iter_step(void* iter_to, size_t progress, size
   return len - n;
 }
 inline size_t crc32c_copy_from_iter_step(void* iter_from, size_t progress, size_t len, void* to, void* priv2) {
-  auto* crc = static_cast<uint32_t*>(priv2);
-  *crc = crc32c_copy(static_cast<char*>(to) + progress, iter_from, len, *crc);
+  crc32c_copy_update(static_cast<crc32c_state*>(priv2), static_cast<char*>(to) + progress, iter_from, len);
   return 0;
 }
 inline size_t crc32c_copy_from_user_iter_step(void* iter_from, size_t progress, size_t len, void* to,
@@ -113,9 +200,10 @@ inline size_t crc32c_copy_from_user_iter_step(void* iter_from, size_t progress, 
 inline size_t crc32c_iter(iov_iter* i, size_t bytes, uint32_t* crc) {
   if (IOV_UNLIKELY(iov_iter_is_discard(i)))
     return 0;
-  uint32_t c = *crc;  // a local whose address stays in the inlined walk lives in a register
-  size_t n = iterate_and_advance2(i, bytes, &c, nullptr, internal::crc32c_step, internal::crc32c_step);
-  *crc = c;
+  crc32c_state st;
+  crc32c_init(&st, *crc);
+  size_t n = iterate_and_advance2(i, bytes, &st, nullptr, internal::crc32c_step, internal::crc32c_step);
+  *crc = crc32c_final(&st);
   return n;
 }
 
@@ -125,10 +213,13 @@ inline size_t crc32c_iter(iov_iter* i, size_t bytes, uint32_t* crc) {
 inline size_t crc32c_and_copy_to_iter(const void* addr, size_t bytes, uint32_t* crc, iov_iter* i) {
   if (IOV_UNLIKELY(i->data_source))
     return 0;
-  uint32_t c = *crc;
-  size_t n = iterate_and_advance2(i, bytes, const_cast<void*>(addr), &c, internal::crc32c_copy_to_user_iter_step,
+  crc32c_state st;
+  crc32c_init(&st, *crc);
+  size_t n = iterate_and_advance2(i, bytes, const_cast<void*>(addr), &st, internal::crc32c_copy_to_user_iter_step,
                                   internal::crc32c_copy_to_iter_step);
-  *crc = IOV_UNLIKELY(iov_iter_is_discard(i)) ? crc32c(c, addr, n) : c;
+  if (IOV_UNLIKELY(iov_iter_is_discard(i)))
+    crc32c_update(&st, addr, n);
+  *crc = crc32c_final(&st);
   return n;
 }
 
@@ -137,10 +228,11 @@ inline size_t crc32c_and_copy_to_iter(const void* addr, size_t bytes, uint32_t* 
 inline size_t crc32c_and_copy_from_iter(void* addr, size_t bytes, uint32_t* crc, iov_iter* i) {
   if (IOV_UNLIKELY(!i->data_source))
     return 0;
-  uint32_t c = *crc;
-  size_t n = iterate_and_advance2(i, bytes, addr, &c, internal::crc32c_copy_from_user_iter_step,
+  crc32c_state st;
+  crc32c_init(&st, *crc);
+  size_t n = iterate_and_advance2(i, bytes, addr, &st, internal::crc32c_copy_from_user_iter_step,
                                   internal::crc32c_copy_from_iter_step);
-  *crc = c;
+  *crc = crc32c_final(&st);
   return n;
 }
 
