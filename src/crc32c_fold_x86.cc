@@ -4,18 +4,19 @@
 //
 //   iov::internal::crc32c_update_avx512(&st, p, len);   // through crc32c_update() on a state of that level
 //
-// The state. The bytes fed so far are M = A T: A, a multiple of 256 bytes
-// long, is stood for by the 256-byte window W with W == A (mod P) as
-// polynomials, and the tail T by its CRC, tail_crc = crc32c(0, T). Then
+// The state. The bytes fed so far are M = A T: A, a whole number of blocks
+// (256 bytes at the avx512 level, 128 at avx2), is stood for by a block-sized
+// window W with W == A (mod P) as polynomials, and the tail T by its CRC,
+// tail_crc = crc32c(0, T). Then
 //   crc32c(0, M) == crc32c(0, W) * x^(8 |T|) ^ tail_crc
-// (an unfolded state holds the CRC itself in tail_crc). A piece of 256 bytes
-// or more goes into the window: its first 256 bytes, with tail_crc xored into
-// their first four (which stands for T), replace the window moved on by
-// |T| + 256 bytes; each next 256 bytes replace the window moved on by 256.
+// (an unfolded state holds the CRC itself in tail_crc). A piece of a block or
+// more goes into the window: its first block, with tail_crc xored into its
+// first four bytes (which stands for T), replaces the window moved on by
+// |T| + one block; each next block replaces the window moved on by one block.
 // Moving on is the fold of internal/crc32c_gf2.hpp, two carry-less multiplies
 // per 16 bytes, with one constant pair for each distance, so the first block
-// of a piece costs what every other does. The rest of the piece, under 256
-// bytes, extends tail_crc with the crc32 instruction. Nothing is reduced until
+// of a piece costs what every other does. The rest of the piece, under a
+// block, extends tail_crc with the crc32 instruction. Nothing is reduced until
 // crc32c_final().
 //
 // Each update exists once, as a template over whether it also copies: the
@@ -43,9 +44,10 @@ using gf2::kFoldBytes;
 
 constexpr size_t kWindow = 256;
 
-// crc32c(crc, p[0, len)) with the crc32 instruction: the short tails.
-__attribute__((target("sse4.2"))) IOV_ALWAYS_INLINE uint32_t crc32_bytes(uint32_t crc, const unsigned char* p,
-                                                                         size_t len) {
+#define IOV_TARGET_TAIL __attribute__((target("pclmul,sse4.2")))
+
+// crc32c(crc, p[0, len)) with the crc32 instruction, one chain.
+IOV_TARGET_TAIL IOV_ALWAYS_INLINE uint32_t crc32_bytes(uint32_t crc, const unsigned char* p, size_t len) {
   uint64_t c = crc;
   for (; len >= 8; len -= 8, p += 8) {
     uint64_t w;
@@ -69,10 +71,54 @@ __attribute__((target("sse4.2"))) IOV_ALWAYS_INLINE uint32_t crc32_bytes(uint32_
   return c32;
 }
 
+// crc * x^(8 bytes) mod P for bytes under 512: one carry-less multiply by the
+// fold table's x^(8 bytes - 33), then the crc32 instruction (as
+// crc32c_extend_zeroes does).
+IOV_TARGET_TAIL IOV_ALWAYS_INLINE uint32_t shift_crc(uint32_t crc, size_t bytes) {
+  __m128i k = _mm_cvtsi32_si128(static_cast<int>(kFoldBytes.by(bytes).hi));
+  __m128i v = _mm_clmulepi64_si128(_mm_cvtsi32_si128(static_cast<int>(crc)), k, 0x00);
+  return static_cast<uint32_t>(_mm_crc32_u64(0, static_cast<uint64_t>(_mm_cvtsi128_si64(v))));
+}
+
+// The tail extended over p[0, len), len under a block. The crc32 instruction
+// runs one chain at a third of the multiplier's rate, and a walk of short
+// pieces would chain them all through tail_crc; so the piece's own CRC is
+// taken from zero, in three chains from 48 bytes, and only the tail's CRC
+// moved over the piece waits for the last piece:
+//   crc32c(c, B) == c * x^(8 |B|) ^ crc32c(0, B).
+IOV_TARGET_TAIL IOV_ALWAYS_INLINE void tail_update(crc32c_state* st, const unsigned char* p, size_t len) {
+  uint32_t own;
+  if (len < 48) {
+    if (len <= 24 || !st->tail_crc) {  // no longer a chain than the multiply's, or nothing to move
+      st->tail_crc = crc32_bytes(st->tail_crc, p, len);
+      st->tail_len += len;
+      return;
+    }
+    own = crc32_bytes(0, p, len);
+  } else {
+    const size_t third = len / 24 * 8;
+    uint64_t a = 0, b = 0, c = 0;
+    for (size_t k = 0; k < third; k += 8) {
+      uint64_t wa, wb, wc;
+      std::memcpy(&wa, p + k, 8);
+      std::memcpy(&wb, p + third + k, 8);
+      std::memcpy(&wc, p + 2 * third + k, 8);
+      a = _mm_crc32_u64(a, wa);
+      b = _mm_crc32_u64(b, wb);
+      c = _mm_crc32_u64(c, wc);
+    }
+    c = crc32_bytes(static_cast<uint32_t>(c), p + 3 * third, len - 3 * third);
+    own = shift_crc(static_cast<uint32_t>(a), len - third) ^ shift_crc(static_cast<uint32_t>(b), len - 2 * third) ^
+          static_cast<uint32_t>(c);
+  }
+  st->tail_crc = (st->tail_crc ? shift_crc(st->tail_crc, len) : 0) ^ own;
+  st->tail_len += len;
+}
+
 // The CRC of one 16-byte lane moved on by `bytes` (under 512): the fold with no
 // data, then the lane's own CRC from zero, which is the CRC of everything it
 // stands for.
-__attribute__((target("pclmul,sse4.2"))) IOV_ALWAYS_INLINE uint32_t lane_crc(__m128i x, size_t bytes) {
+IOV_TARGET_TAIL IOV_ALWAYS_INLINE uint32_t lane_crc(__m128i x, size_t bytes) {
   fold_constant k = kFoldBytes.by(bytes);
   __m128i kk = _mm_set_epi64x(k.hi, k.lo);
   __m128i y = _mm_xor_si128(_mm_clmulepi64_si128(x, kk, 0x00), _mm_clmulepi64_si128(x, kk, 0x11));
@@ -82,7 +128,7 @@ __attribute__((target("pclmul,sse4.2"))) IOV_ALWAYS_INLINE uint32_t lane_crc(__m
 
 // crc32c(0, W) * x^(8 tail_len) ^ tail_crc, given W reduced to one lane x. A
 // tail of 256 bytes or more (many short pieces) is past the table: extend.
-__attribute__((target("pclmul,sse4.2"))) IOV_ALWAYS_INLINE uint32_t finish(__m128i x, const crc32c_state* st) {
+IOV_TARGET_TAIL IOV_ALWAYS_INLINE uint32_t finish(__m128i x, const crc32c_state* st) {
   if (IOV_LIKELY(st->tail_len < kWindow)) return lane_crc(x, st->tail_len) ^ st->tail_crc;
   return crc32c_extend_zeroes(lane_crc(x, 0), st->tail_len) ^ st->tail_crc;
 }
@@ -132,8 +178,7 @@ IOV_TARGET_AVX512 IOV_ALWAYS_INLINE void tail_avx512(crc32c_state* st, unsigned 
     __mmask64 m = _bzhi_u64(~0ull, static_cast<unsigned>(len - p));
     _mm512_mask_storeu_epi8(d + p, m, _mm512_maskz_loadu_epi8(m, s + p));
   }
-  st->tail_crc = crc32_bytes(st->tail_crc, s, len);
-  st->tail_len += len;
+  tail_update(st, s, len);
 }
 
 // The whole windows of a piece of 256 bytes or more into the state; returns
@@ -149,7 +194,8 @@ IOV_TARGET_AVX512 IOV_ALWAYS_INLINE size_t windows_avx512(crc32c_state* st, unsi
   // load waits for the store to retire where a plain one is forwarded.
   __m512i* w = reinterpret_cast<__m512i*>(st->window);
   const __m512i k = broadcast(kFoldBytes.by(kWindow));
-  __m512i f0, f1, f2, f3, k1 = k, first = load64<Copy>(d, s, 0);
+  __m512i f0, f1, f2, f3;
+  size_t p = 0;
   if (!General || st->folded) {
     f0 = _mm512_load_si512(w), f1 = _mm512_load_si512(w + 1);
     f2 = _mm512_load_si512(w + 2), f3 = _mm512_load_si512(w + 3);
@@ -157,15 +203,15 @@ IOV_TARGET_AVX512 IOV_ALWAYS_INLINE size_t windows_avx512(crc32c_state* st, unsi
     f0 = f1 = f2 = f3 = _mm512_setzero_si512();  // an unfolded window is zero (and maybe not initialized)
   }
   if (General) {
-    if (st->folded && st->tail_len) k1 = broadcast(kFoldBytes.by(st->tail_len + kWindow));
-    first = _mm512_xor_si512(first, _mm512_zextsi128_si512(_mm_cvtsi32_si128(static_cast<int>(st->tail_crc))));
+    const __m512i k1 = st->folded && st->tail_len ? broadcast(kFoldBytes.by(st->tail_len + kWindow)) : k;
+    const __m512i seed = _mm512_zextsi128_si512(_mm_cvtsi32_si128(static_cast<int>(st->tail_crc)));
+    f0 = fold512(f0, k1, _mm512_xor_si512(load64<Copy>(d, s, 0), seed));
+    f1 = fold512(f1, k1, load64<Copy>(d, s, 64));
+    f2 = fold512(f2, k1, load64<Copy>(d, s, 128));
+    f3 = fold512(f3, k1, load64<Copy>(d, s, 192));
+    p = kWindow;
   }
-  f0 = fold512(f0, k1, first);
-  f1 = fold512(f1, k1, load64<Copy>(d, s, 64));
-  f2 = fold512(f2, k1, load64<Copy>(d, s, 128));
-  f3 = fold512(f3, k1, load64<Copy>(d, s, 192));
   // Four registers 256 bytes apart keep VPCLMULQDQ's latency off the path.
-  size_t p = kWindow;
   for (; len - p >= kWindow; p += kWindow) {
     f0 = fold512(f0, k, load64<Copy>(d, s, p));
     f1 = fold512(f1, k, load64<Copy>(d, s, p + 64));
@@ -271,8 +317,7 @@ IOV_TARGET_CLMUL IOV_ALWAYS_INLINE void update_clmul(crc32c_state* st, unsigned 
   }
   if (p < len) {
     if constexpr (Copy) std::memcpy(d + p, s + p, len - p);
-    st->tail_crc = crc32_bytes(st->tail_crc, s + p, len - p);
-    st->tail_len += len - p;
+    tail_update(st, s + p, len - p);
   }
 }
 

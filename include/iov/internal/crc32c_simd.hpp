@@ -5,10 +5,11 @@
 //   portable  the state holds a finished CRC: ISA-L's crc32_iscsi() per piece,
 //             the fused copy a block copy then the CRC while it is in L1;
 //             zero extension by a shift-and-add GF(2) multiply
-//   avx2      the state's 256-byte window folded 16 bytes at a time with
-//             PCLMULQDQ (VEX-encoded), tails with the crc32 instruction
-//   avx512    the same window folded 64 bytes at a time with VPCLMULQDQ
-//             (a level that needs VPCLMULQDQ too); the fused copy stores each
+//   avx2      the state's window, eight 16-byte lanes, folded 128 bytes at a
+//             time with PCLMULQDQ (VEX-encoded), tails with the crc32
+//             instruction
+//   avx512    a 256-byte window in four registers folded with VPCLMULQDQ (a
+//             level that needs VPCLMULQDQ too); the fused copy stores each
 //             64-byte load and folds it, one pass
 // The level resolves on first use to the best the CPU has (IOV_SIMD=portable|avx2
 // caps it); a state keeps the level it was initialized at. Tests force each
