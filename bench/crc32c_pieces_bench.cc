@@ -75,20 +75,30 @@ void check(benchmark::State& state, uint32_t crc, uint32_t want, size_t done) {
     expect_bytes(state, done, BENCH_SIZE);
 }
 
+// op(it) on a fresh iterator over the 64 KiB in `piece`-byte bvecs, once per
+// pass of a sample; the bytes op reports, summed.
+template <class Op>
+size_t walk_passes(const l2_memory& m, size_t piece, Op&& op) {
+  const auto& bv = m.bvecs(piece);
+  size_t done = 0;
+  for (size_t pass = 0; pass < L2_PASSES; pass++) {
+    iov_iter it;
+    iov_iter_bvec(&it, ITER_SOURCE, bv.data(), bv.size(), L2_SIZE);
+    done += op(&it);
+  }
+  return done;
+}
+
 template <form F>
 void bm_iter(benchmark::State& state, size_t piece) {
   l2_memory& m = l2();
-  const auto& bv = m.bvecs(piece);
   uint32_t crc = 0;
   size_t done = 0;
   for (auto _ : state) {
-    done = 0;
-    for (size_t pass = 0; pass < L2_PASSES; pass++) {
-      iov_iter it;
-      iov_iter_bvec(&it, ITER_SOURCE, bv.data(), bv.size(), L2_SIZE);
+    done = walk_passes(m, piece, [&crc](iov_iter* it) {
       crc = ~0u;
-      done += F == form::inlined ? crc32c_iter(&it, L2_SIZE, &crc) : crc32c_iter_outofline(&it, L2_SIZE, &crc);
-    }
+      return F == form::inlined ? crc32c_iter(it, L2_SIZE, &crc) : crc32c_iter_outofline(it, L2_SIZE, &crc);
+    });
     benchmark::DoNotOptimize(crc);
   }
   check(state, crc, m.crc, done);
@@ -142,19 +152,16 @@ void bm_flat(benchmark::State& state) {
 template <form F>
 void bm_copy_crc(benchmark::State& state, size_t piece) {
   l2_memory& m = l2();
-  const auto& bv = m.bvecs(piece);
   uint32_t crc = 0;
   size_t done = 0;
   for (auto _ : state) {
-    done = 0;
-    for (size_t pass = 0; pass < L2_PASSES; pass++) {
-      iov_iter it;
-      iov_iter_bvec(&it, ITER_SOURCE, bv.data(), bv.size(), L2_SIZE);
+    done = walk_passes(m, piece, [&](iov_iter* it) {
       crc = ~0u;
-      done += F == form::inlined ? crc32c_and_copy_from_iter(m.scratch, L2_SIZE, &crc, &it)
-                                 : crc32c_and_copy_from_iter_outofline(m.scratch, L2_SIZE, &crc, &it);
+      size_t n = F == form::inlined ? crc32c_and_copy_from_iter(m.scratch, L2_SIZE, &crc, it)
+                                    : crc32c_and_copy_from_iter_outofline(m.scratch, L2_SIZE, &crc, it);
       benchmark::ClobberMemory();
-    }
+      return n;
+    });
   }
   if (std::memcmp(m.scratch, m.buffer, L2_SIZE) != 0)
     state.SkipWithError("data check failed: the copy did not reach scratch");
@@ -165,16 +172,13 @@ void bm_copy_crc(benchmark::State& state, size_t piece) {
 
 void bm_copy(benchmark::State& state, size_t piece) {
   l2_memory& m = l2();
-  const auto& bv = m.bvecs(piece);
   size_t done = 0;
   for (auto _ : state) {
-    done = 0;
-    for (size_t pass = 0; pass < L2_PASSES; pass++) {
-      iov_iter it;
-      iov_iter_bvec(&it, ITER_SOURCE, bv.data(), bv.size(), L2_SIZE);
-      done += copy_from_iter(m.scratch, L2_SIZE, &it);
+    done = walk_passes(m, piece, [&m](iov_iter* it) {
+      size_t n = copy_from_iter(m.scratch, L2_SIZE, it);
       benchmark::ClobberMemory();
-    }
+      return n;
+    });
   }
   expect_bytes(state, done, BENCH_SIZE);
   std::memset(m.scratch, 0, L2_SIZE);
