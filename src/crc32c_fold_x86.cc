@@ -35,6 +35,8 @@
 #define IOV_TARGET_CLMUL __attribute__((target("avx2,pclmul,sse4.2")))
 #define IOV_TARGET_AVX512 \
   __attribute__((target("avx512f,avx512bw,avx512vl,vpclmulqdq,pclmul,sse4.2,bmi2")))
+// What both levels have: the tails and the final reduction.
+#define IOV_TARGET_TAIL __attribute__((target("pclmul,sse4.2")))
 
 namespace iov::internal {
 namespace {
@@ -43,8 +45,6 @@ using gf2::fold_constant;
 using gf2::kFoldBytes;
 
 constexpr size_t kWindow = 256;
-
-#define IOV_TARGET_TAIL __attribute__((target("pclmul,sse4.2")))
 
 // crc32c(crc, p[0, len)) with the crc32 instruction, one chain.
 IOV_TARGET_TAIL IOV_ALWAYS_INLINE uint32_t crc32_bytes(uint32_t crc, const unsigned char* p, size_t len) {
@@ -80,11 +80,11 @@ IOV_TARGET_TAIL IOV_ALWAYS_INLINE uint32_t shift_crc(uint32_t crc, size_t bytes)
   return static_cast<uint32_t>(_mm_crc32_u64(0, static_cast<uint64_t>(_mm_cvtsi128_si64(v))));
 }
 
-// The tail extended over p[0, len), len under a block. The crc32 instruction
-// runs one chain at a third of the multiplier's rate, and a walk of short
-// pieces would chain them all through tail_crc; so the piece's own CRC is
-// taken from zero, in three chains from 48 bytes, and only the tail's CRC
-// moved over the piece waits for the last piece:
+// The tail extended over p[0, len), len under a block. One chain of the crc32
+// instruction takes 3 cycles per 8 bytes, and a walk of short pieces would
+// chain them all through tail_crc; so the piece's own CRC is taken from zero,
+// in three chains from 48 bytes, and only the tail's CRC moved over the piece
+// waits for the last piece:
 //   crc32c(c, B) == c * x^(8 |B|) ^ crc32c(0, B).
 IOV_TARGET_TAIL IOV_ALWAYS_INLINE void tail_update(crc32c_state* st, const unsigned char* p, size_t len) {
   uint32_t own;
@@ -248,8 +248,8 @@ IOV_TARGET_AVX512 IOV_NOINLINE void update_general_avx512(crc32c_state* st, unsi
 }
 
 // The common case, a whole number of windows after a whole number of them (a
-// walk of 512-byte sectors or of pages), reads the window, folds and stores
-// it back: no other load, store or taken branch.
+// walk of 512-byte sectors or of pages): two flags read, the window loaded,
+// folded and stored back; nothing else written, no taken branch.
 template <bool Copy>
 IOV_TARGET_AVX512 IOV_ALWAYS_INLINE void update_avx512(crc32c_state* st, unsigned char* d, const unsigned char* s,
                                                        size_t len) {
