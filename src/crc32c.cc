@@ -1,9 +1,10 @@
-// crc32c.cc: the CRC engine's entry points and what crc32c.hpp does not
-// inline — the streaming state's init/update/final dispatched to the state's
-// level, its portable level, the GF(2) zero extension behind
-// crc32c_extend_zeroes() (and so crc32c_combine()), the choice of level, and
-// the out-of-line iterator forms. The folding kernels are in
-// crc32c_fold_x86.cc; the arithmetic they share in internal/crc32c_gf2.hpp.
+// crc32c.cc: what crc32c.hpp does not inline — the streaming state's
+// crc32c_init, crc32c_update_zeroes and crc32c_final, the updates of every
+// level but avx512 (whose kernel crc32c_update() calls directly), the portable
+// level, the GF(2) zero extension behind crc32c_extend_zeroes() (and so
+// crc32c_combine()), the choice of level, and the out-of-line iterator forms.
+// The folding kernels are in crc32c_fold_x86.cc; the arithmetic they share in
+// internal/crc32c_gf2.hpp.
 //
 //   uint32_t c = iov::crc32c_combine(crc_a, crc_b, len_b);            // O(log len_b)
 //   iov::internal::crc32c_select(iov::internal::simd_level::portable);   // tests
