@@ -1,7 +1,7 @@
 // fuzz_iov_iter: an iov_iter of a random layout (UBUF; IOVEC and KVEC with
 // empty and overlapping segments; BVEC with multi-frame and shared pages;
 // XARRAY with holes at any index; DISCARD) driven through a random sequence of
-// copies, zeroing, CRCs (plain and fused), zero scans, advance, revert,
+// copies, zeroing, CRCs (plain, fused and streaming), zero scans, advance, revert,
 // truncate, reexpand, save/restore, extract_pages and raw walks with short
 // steps, each checked against the flat model of fuzz_model.hpp after every
 // operation: return value, count, position and every byte of every buffer.
@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "fuzz_model.hpp"
+#include "iov/internal/crc32c_simd.hpp"
 
 namespace {
 
@@ -251,6 +252,63 @@ void op_crc_flat(input& in) {
              iov::crc32c_extend_zeroes(crc0, far + buf.size()));
 }
 
+// The streaming CRC (crc32c_init, crc32c_update, crc32c_update_zeroes,
+// crc32c_final, and the fused copy's step) fed a random buffer in random cuts
+// with runs of zeroes between them, at a level the input picks, against the
+// bitwise CRC of the same bytes; crc32c_final() along the way must leave the
+// state as it was.
+void op_crc_stream(input& in) {
+  using iov::internal::simd_level;
+  static const simd_level levels[] = {simd_level::portable, simd_level::avx2, simd_level::avx512};
+  const simd_level saved = iov::internal::crc32c_level();
+  iov::internal::crc32c_select(levels[in.below(3)]);  // no change where the CPU lacks it
+  uint32_t crc0 = in.u32();
+  auto buf = source(in, 4 * fuzz::kMaxSeg);
+  std::vector<unsigned char> fed, dst(buf.size(), 0xa5);
+  iov::crc32c_state st;
+  iov::crc32c_init(&st, crc0);
+  fuzz::trace("crc32c stream of %zu at %s", buf.size(), iov::internal::simd_level_name(iov::internal::crc32c_level()));
+  for (size_t off = 0; off < buf.size() && !in.empty();) {
+    size_t n = std::min(in.length(fuzz::kMaxSeg), buf.size() - off);
+    switch (in.u8() % 4) {
+      case 0:
+        iov::crc32c_update(&st, buf.data() + off, n);
+        fed.insert(fed.end(), buf.begin() + static_cast<long>(off), buf.begin() + static_cast<long>(off + n));
+        off += n;
+        break;
+      case 1:
+        iov::internal::crc32c_copy_update(&st, dst.data() + off, buf.data() + off, n);
+        FUZZ_CHECK(std::equal(buf.begin() + static_cast<long>(off), buf.begin() + static_cast<long>(off + n),
+                              dst.begin() + static_cast<long>(off)));
+        fed.insert(fed.end(), buf.begin() + static_cast<long>(off), buf.begin() + static_cast<long>(off + n));
+        off += n;
+        break;
+      case 2:
+        iov::crc32c_update_zeroes(&st, n);
+        fed.insert(fed.end(), n, 0);
+        break;
+      default:
+        FUZZ_CHECK(iov::crc32c_final(&st) == fuzz::crc32c_bitwise(crc0, fed.data(), fed.size()));
+        break;
+    }
+  }
+  FUZZ_CHECK(iov::crc32c_final(&st) == fuzz::crc32c_bitwise(crc0, fed.data(), fed.size()));
+  iov::internal::crc32c_select(saved);
+}
+
+// The CRC engine at its avx2 (PCLMULQDQ) level for a scope when `lower`: the
+// input's choice for the iterator forms, which otherwise run at the default.
+class crc_level_scope {
+ public:
+  explicit crc_level_scope(bool lower) : saved_(iov::internal::crc32c_level()) {
+    if (lower) iov::internal::crc32c_select(iov::internal::simd_level::avx2);
+  }
+  ~crc_level_scope() { iov::internal::crc32c_select(saved_); }
+
+ private:
+  iov::internal::simd_level saved_;
+};
+
 struct saved_state {
   bool valid = false;
   iov::iov_iter_state st{};
@@ -261,11 +319,23 @@ void run_op(layout& L, input& in, saved_state& saved) {
   uint8_t op = in.u8();
   bool ool = op & 0x80;  // which of the twins acts on the iterator itself
   switch ((op & 0x3f) % 14) {
-    case 0: op_copy_to(L, in, ool); break;
-    case 1: op_copy_from(L, in, ool); break;
+    case 0: {
+      crc_level_scope level(op & 0x40);
+      op_copy_to(L, in, ool);
+      break;
+    }
+    case 1: {
+      crc_level_scope level(op & 0x40);
+      op_copy_from(L, in, ool);
+      break;
+    }
     case 2: op_copy_full(L, in); break;
     case 3: op_zero(L, in, ool); break;
-    case 4: op_crc(L, in, ool); break;
+    case 4: {
+      crc_level_scope level(op & 0x40);
+      op_crc(L, in, ool);
+      break;
+    }
     case 5: op_zero_scan(L, in, ool); break;
     case 6: {
       size_t n = in.length(2 * fuzz::kMaxSeg);
@@ -311,7 +381,12 @@ void run_op(layout& L, input& in, saved_state& saved) {
       }
       break;
     case 12: op_extract(L, in); break;
-    default: (op & 0x40) ? op_crc_flat(in) : op_walk(L, in); break;
+    default:
+      if (op & 0x40)
+        (op & 0x20) ? op_crc_stream(in) : op_crc_flat(in);
+      else
+        op_walk(L, in);
+      break;
   }
 }
 

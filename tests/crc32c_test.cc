@@ -30,35 +30,6 @@
 namespace iov_test::crc32c_model {
 namespace {
 
-// ---- the model of runs of zeroes -------------------------------------------------
-
-// crc over n zero bytes by bit-matrix powers (the method of zlib's old
-// crc32_combine), independent of the library's polynomial multiply.
-struct gf2_matrix {
-  uint32_t col[32];  // col[i]: the image of bit i
-  uint32_t times(uint32_t v) const {
-    uint32_t r = 0;
-    for (int i = 0; v; i++, v >>= 1)
-      if (v & 1) r ^= col[i];
-    return r;
-  }
-  gf2_matrix squared() const {
-    gf2_matrix m;
-    for (int i = 0; i < 32; i++) m.col[i] = times(col[i]);
-    return m;
-  }
-};
-
-uint32_t model_zeroes(uint32_t crc, uint64_t n) {
-  gf2_matrix m;  // one zero bit
-  m.col[0] = kPoly;
-  for (int i = 1; i < 32; i++) m.col[i] = 1u << (i - 1);
-  m = m.squared().squared().squared();  // one zero byte
-  for (; n; n >>= 1, m = m.squared())
-    if (n & 1) crc = m.times(crc);
-  return crc;
-}
-
 // ---- vectors and flat memory -----------------------------------------------------
 
 // The check value, and RFC 3720's iSCSI vectors (standard: inverted in and out).
@@ -163,29 +134,31 @@ TEST(Crc32c, CombineMatchesDirect) {
 
 TEST(Crc32cIter, MatchesModelInlineAndOutOfLine) {
   auto rng = rng_for("iter");
-  for (Kind k : kAllKinds)
-    for (int n = 0; n < kTrials; n++) {
-      trial t = draw(rng, k);
-      unsigned dir = n % 2 ? iov::ITER_SOURCE : iov::ITER_DEST;  // read whatever the direction
-      SCOPED_TRACE(testing::Message() << kind_name(k) << " total " << t.total << " skip " << t.skip << " bytes "
-                                      << t.bytes << " dir " << dir);
-      layout lay(k, t.total, rng);
-      iov::iov_iter a, b;
-      lay.init(&a, dir);
-      iov::iov_iter_advance(&a, t.skip);
-      b = a;
-      uint32_t ca = t.c0, cb = t.c0;
-      size_t na = iov::crc32c_iter(&a, t.bytes, &ca);
-      size_t nb = iov::internal::outofline::crc32c_iter(&b, t.bytes, &cb);
-      size_t want = k == Kind::discard ? 0 : std::min(t.bytes, t.total - t.skip);
-      ASSERT_EQ(na, want);
-      ASSERT_EQ(nb, want);
-      std::vector<u8> bytes = lay.gather(t.skip, want);
-      EXPECT_EQ(ca, model_crc(t.c0, bytes.data(), want));
-      EXPECT_EQ(cb, ca);
-      EXPECT_EQ(a.count, t.total - t.skip - want);
-      expect_same_position(a, b);
-    }
+  for_each_level([&] {
+    for (Kind k : kAllKinds)
+      for (int n = 0; n < kTrials; n++) {
+        trial t = draw(rng, k);
+        unsigned dir = n % 2 ? iov::ITER_SOURCE : iov::ITER_DEST;  // read whatever the direction
+        SCOPED_TRACE(testing::Message() << kind_name(k) << " total " << t.total << " skip " << t.skip << " bytes "
+                                        << t.bytes << " dir " << dir);
+        layout lay(k, t.total, rng);
+        iov::iov_iter a, b;
+        lay.init(&a, dir);
+        iov::iov_iter_advance(&a, t.skip);
+        b = a;
+        uint32_t ca = t.c0, cb = t.c0;
+        size_t na = iov::crc32c_iter(&a, t.bytes, &ca);
+        size_t nb = iov::internal::outofline::crc32c_iter(&b, t.bytes, &cb);
+        size_t want = k == Kind::discard ? 0 : std::min(t.bytes, t.total - t.skip);
+        ASSERT_EQ(na, want);
+        ASSERT_EQ(nb, want);
+        std::vector<u8> bytes = lay.gather(t.skip, want);
+        EXPECT_EQ(ca, model_crc(t.c0, bytes.data(), want));
+        EXPECT_EQ(cb, ca);
+        EXPECT_EQ(a.count, t.total - t.skip - want);
+        expect_same_position(a, b);
+      }
+  });
 }
 
 TEST(Crc32cIter, ZeroBytesAndDiscard) {

@@ -1,6 +1,7 @@
 // crc32c.hpp: CRC-32C (Castagnoli, the iSCSI/ext4/btrfs CRC) over memory,
-// over runs of zero bytes that are never read, over an iterator, and fused
-// with copy_to_iter/copy_from_iter so that each byte is read from memory once.
+// over runs of zero bytes that are never read, fed piece by piece (the
+// streaming form), over an iterator, and fused with copy_to_iter/copy_from_iter
+// so that each byte is read from memory once.
 //
 //   uint32_t crc = ~0u;
 //   size_t n = iov::crc32c_and_copy_from_iter(buf, len, &crc, &it);  // copy, and CRC what was copied
@@ -9,10 +10,13 @@
 //
 // Kernel semantics: crc32c(crc, p, len) is the raw reflected update, with no
 // inversion before or after; the standard CRC-32C of a buffer is
-// ~crc32c(~0u, p, len). ISA-L's crc32_iscsi() is the engine (it dispatches up
-// to AVX-512 VPCLMULQDQ) and has the same convention. The fused forms use
-// their own one-pass copy+fold kernel (src/crc32c.cc). Each iterator form is
-// one body over a walk (internal/walk.hpp).
+// ~crc32c(~0u, p, len). One flat buffer goes to ISA-L's crc32_iscsi() (it
+// dispatches up to AVX-512 VPCLMULQDQ; same convention). The iterator forms
+// and the drivers' CRC service feed the pieces of a walk to one crc32c_state
+// (below): each piece is folded into running accumulators and the CRC is
+// reduced to 32 bits once, at the end, so it costs what one flat call does
+// however the bytes are cut. Each iterator form is one body over a walk
+// (internal/walk.hpp).
 #pragma once
 
 #include <isa-l/crc.h>
@@ -71,21 +75,113 @@ inline uint32_t crc32c_combine(uint32_t crc1, uint32_t crc2, size_t len2) {
   return crc32c_extend_zeroes(crc1, len2) ^ crc2;
 }
 
+// ---- the streaming form ------------------------------------------------------
+//
+// A CRC fed piece by piece, for callers that cut the bytes themselves. The
+// result is crc32c(crc, all the pieces in order) whatever the cut: pieces of
+// any length (zero included) at any address.
+//
+//   iov::crc32c_state st;
+//   iov::crc32c_init(&st, ~0u);
+//   iov::crc32c_update(&st, hdr, sizeof hdr);
+//   iov::crc32c_update_zeroes(&st, hole_len);          // a hole, never read
+//   iov::crc32c_update(&st, payload, payload_len);
+//   uint32_t standard = ~iov::crc32c_final(&st);
+//
+// Cost. The state is not a finished CRC but the folding accumulators: a
+// window congruent to the bytes so far in whole blocks (256 bytes with AVX-512
+// VPCLMULQDQ, 128 with PCLMULQDQ alone), plus the CRC of the bytes after it
+// (the tail, under a block unless many short pieces came in a row).
+// crc32c_update() is one call that reads each byte once: each whole block of
+// the piece is folded into the window at the carry-less multiplier's rate, as
+// in one flat call over all the bytes (the first block moves the window over
+// the previous tail too, at no extra cost); the last bytes under a block go
+// into the tail with the crc32 instruction. There is no per-piece setup or
+// reduction: a walk of 512-byte sectors runs within about 10% of one flat
+// call, of 4 KiB pages within 2%. Bytes short of a block go through the crc32
+// instruction, a few times slower than folding, and each piece costs a call:
+// 100-byte pieces take about 4x a flat call's time, 1 KiB ones 1.25x (ISA-L
+// called per piece: 18x and 3.8x). The one reduction to 32 bits (a few dozen cycles) is in crc32c_final(), which
+// leaves the state as it was; a tail grown past 256 bytes is reduced once,
+// when the next whole block arrives. crc32c_update_zeroes() costs O(log n)
+// and reads nothing. crc32c_init() does not clear the window. Where the CPU
+// has no carry-less multiply (or IOV_SIMD=portable), the state is a running
+// CRC updated by ISA-L per piece.
+//
+// The state is 320 bytes, 64-byte aligned: a local of the walk. Its members
+// belong to the engine (src/crc32c*.cc); a state is used from one thread at a
+// time and may be copied to fork the CRC.
+struct crc32c_state {
+  alignas(64) unsigned char window[256];  // congruent to the bytes before the tail, if folded
+  uint64_t tail_len;                      // bytes since the window
+  uint32_t tail_crc;                      // folded: crc32c(0, tail); else crc32c(crc, everything)
+  uint8_t level;                          // the simd_level of the kernels that fill it
+  bool folded;                            // false: the window is not used (and not initialized)
+};
+
+// Starts a CRC at `crc` (the raw value, as crc32c()'s first argument).
+void crc32c_init(crc32c_state* st, uint32_t crc);
+// Extends the CRC over data[0, len). (Inline: the level's branch, then the
+// kernel's call, with nothing else between a walk's pieces.)
+inline void crc32c_update(crc32c_state* st, const void* data, size_t len) {
+  if (IOV_LIKELY(st->level == internal::kCrc32cAvx512))
+    internal::crc32c_update_avx512(st, data, len);
+  else
+    internal::crc32c_update_other(st, data, len);
+}
+// Extends the CRC over n zero bytes without reading any, in O(log n).
+void crc32c_update_zeroes(crc32c_state* st, size_t n);
+// crc32c(crc, everything fed so far). The state is unchanged: feeding may go on.
+uint32_t crc32c_final(const crc32c_state* st);
+
 namespace internal {
-// The steps. priv/priv2:
-//   crc32c_step:           priv = uint32_t* crc
-//   crc32c_copy_to_*:      priv = const char* from (the source), priv2 = uint32_t* crc
-//   crc32c_copy_from_*:    priv = char* to (the destination),   priv2 = uint32_t* crc
+// dst <- src[0, len), and the state extended over those bytes, reading each
+// once; the buffers do not overlap. The fused iterator forms' step.
+inline void crc32c_copy_update(crc32c_state* st, void* dst, const void* src, size_t len) {
+  if (IOV_LIKELY(st->level == kCrc32cAvx512))
+    crc32c_copy_update_avx512(st, dst, src, len);
+  else
+    crc32c_copy_update_other(st, dst, src, len);
+}
+}  // namespace internal
+
+// The same as a value, for C++ callers:
+//
+//   iov::crc32c_stream s(~0u);
+//   for (auto piece : pieces) s.update(piece.data(), piece.size());
+//   uint32_t standard = ~s.value();
+class crc32c_stream {
+ public:
+  explicit crc32c_stream(uint32_t crc) { crc32c_init(&state_, crc); }
+  crc32c_stream& update(const void* data, size_t len) {
+    crc32c_update(&state_, data, len);
+    return *this;
+  }
+  crc32c_stream& update_zeroes(size_t n) {
+    crc32c_update_zeroes(&state_, n);
+    return *this;
+  }
+  uint32_t value() const { return crc32c_final(&state_); }
+  crc32c_state* state() { return &state_; }
+
+ private:
+  crc32c_state state_;
+};
+
+namespace internal {
+// The steps. Each piece feeds the walk's crc32c_state; the reduction is the
+// walk's, once, at its end.
+//   crc32c_step:           priv = crc32c_state*
+//   crc32c_copy_to_*:      priv = const char* from (the source), priv2 = crc32c_state*
+//   crc32c_copy_from_*:    priv = char* to (the destination),   priv2 = crc32c_state*
 // The user-backed copy steps go through usercopy_allow(), as copy.hpp's do, so
 // an injected fault makes the copy (and the CRC) stop short.
 inline size_t crc32c_step(void* iter_base, size_t, size_t len, void* priv, void*) {
-  auto* crc = static_cast<uint32_t*>(priv);
-  *crc = crc32c(*crc, iter_base, len);
+  crc32c_update(static_cast<crc32c_state*>(priv), iter_base, len);
   return 0;
 }
 inline size_t crc32c_copy_to_iter_step(void* iter_to, size_t progress, size_t len, void* from, void* priv2) {
-  auto* crc = static_cast<uint32_t*>(priv2);
-  *crc = crc32c_copy(iter_to, static_cast<const char*>(from) + progress, len, *crc);
+  crc32c_copy_update(static_cast<crc32c_state*>(priv2), iter_to, static_cast<const char*>(from) + progress, len);
   return 0;
 }
 inline size_t crc32c_copy_to_user_iter_step(void* iter_to, size_t progress, size_t len, void* from,
@@ -95,8 +191,7 @@ inline size_t crc32c_copy_to_user_iter_step(void* iter_to, size_t progress, size
   return len - n;
 }
 inline size_t crc32c_copy_from_iter_step(void* iter_from, size_t progress, size_t len, void* to, void* priv2) {
-  auto* crc = static_cast<uint32_t*>(priv2);
-  *crc = crc32c_copy(static_cast<char*>(to) + progress, iter_from, len, *crc);
+  crc32c_copy_update(static_cast<crc32c_state*>(priv2), static_cast<char*>(to) + progress, iter_from, len);
   return 0;
 }
 inline size_t crc32c_copy_from_user_iter_step(void* iter_from, size_t progress, size_t len, void* to,
@@ -110,14 +205,15 @@ using crc32c_steps = steps<crc32c_step, crc32c_step>;
 using crc32c_copy_to_iter_steps = steps<crc32c_copy_to_user_iter_step, crc32c_copy_to_iter_step>;
 using crc32c_copy_from_iter_steps = steps<crc32c_copy_from_user_iter_step, crc32c_copy_from_iter_step>;
 
-// The local c: a CRC whose address stays inside an inlined walk lives in a register.
+// Each walk feeds one state on its stack, reduced once at the end.
 template <class Walk>
 inline size_t crc32c_iter(iov_iter* i, size_t bytes, uint32_t* crc) {
   if (IOV_UNLIKELY(iov_iter_is_discard(i)))
     return 0;
-  uint32_t c = *crc;
-  size_t n = Walk::template run<crc32c_steps>(i, bytes, &c, nullptr);
-  *crc = c;
+  crc32c_state st;
+  crc32c_init(&st, *crc);
+  size_t n = Walk::template run<crc32c_steps>(i, bytes, &st, nullptr);
+  *crc = crc32c_final(&st);
   return n;
 }
 
@@ -125,9 +221,12 @@ template <class Walk>
 inline size_t crc32c_and_copy_to_iter(const void* addr, size_t bytes, uint32_t* crc, iov_iter* i) {
   if (IOV_UNLIKELY(i->data_source))
     return 0;
-  uint32_t c = *crc;
-  size_t n = Walk::template run<crc32c_copy_to_iter_steps>(i, bytes, const_cast<void*>(addr), &c);
-  *crc = IOV_UNLIKELY(iov_iter_is_discard(i)) ? crc32c(c, addr, n) : c;
+  crc32c_state st;
+  crc32c_init(&st, *crc);
+  size_t n = Walk::template run<crc32c_copy_to_iter_steps>(i, bytes, const_cast<void*>(addr), &st);
+  if (IOV_UNLIKELY(iov_iter_is_discard(i)))
+    crc32c_update(&st, addr, n);
+  *crc = crc32c_final(&st);
   return n;
 }
 
@@ -135,9 +234,10 @@ template <class Walk>
 inline size_t crc32c_and_copy_from_iter(void* addr, size_t bytes, uint32_t* crc, iov_iter* i) {
   if (IOV_UNLIKELY(!i->data_source))
     return 0;
-  uint32_t c = *crc;
-  size_t n = Walk::template run<crc32c_copy_from_iter_steps>(i, bytes, addr, &c);
-  *crc = c;
+  crc32c_state st;
+  crc32c_init(&st, *crc);
+  size_t n = Walk::template run<crc32c_copy_from_iter_steps>(i, bytes, addr, &st);
+  *crc = crc32c_final(&st);
   return n;
 }
 }  // namespace internal

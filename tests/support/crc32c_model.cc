@@ -24,6 +24,33 @@ uint32_t model_crc(uint32_t crc, const void* data, size_t len) {
 }
 
 namespace {
+struct gf2_matrix {
+  uint32_t col[32];  // col[i]: the image of bit i
+  uint32_t times(uint32_t v) const {
+    uint32_t r = 0;
+    for (int i = 0; v; i++, v >>= 1)
+      if (v & 1) r ^= col[i];
+    return r;
+  }
+  gf2_matrix squared() const {
+    gf2_matrix m;
+    for (int i = 0; i < 32; i++) m.col[i] = times(col[i]);
+    return m;
+  }
+};
+}  // namespace
+
+uint32_t model_zeroes(uint32_t crc, uint64_t n) {
+  gf2_matrix m;  // one zero bit
+  m.col[0] = kPoly;
+  for (int i = 1; i < 32; i++) m.col[i] = 1u << (i - 1);
+  m = m.squared().squared().squared();  // one zero byte
+  for (; n; n >>= 1, m = m.squared())
+    if (n & 1) crc = m.times(crc);
+  return crc;
+}
+
+namespace {
 uint64_t test_seed() {
   static const uint64_t seed = [] {
     const char* env = std::getenv("IOV_TEST_SEED");
@@ -107,11 +134,13 @@ u8* layout::page_block(unsigned order) {
   return blocks_.back().mem;
 }
 
-// Splits total into random segment lengths, with zero-length ones mixed in.
+// Splits total into random segment lengths, with zero-length ones mixed in;
+// one layout in five has runs of 1- to 4-byte segments among the others.
 std::vector<size_t> layout::split(std::mt19937_64& rng, size_t max_seg) const {
   std::vector<size_t> lens;
+  const bool tiny = rng() % 5 == 0;
   for (size_t left = total_; left;) {
-    size_t n = std::min(left, 1 + rng() % max_seg);
+    size_t n = std::min(left, 1 + rng() % (tiny && rng() % 4 ? 4 : max_seg));
     if (rng() % 6 == 0) lens.push_back(0);
     lens.push_back(n);
     left -= n;

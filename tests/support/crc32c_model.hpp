@@ -38,6 +38,10 @@ inline constexpr uint32_t kPoly = 0x82F63B78u;  // Castagnoli, reflected
 // The raw update, no inversion: what the kernel's crc32c() computes.
 uint32_t model_crc(uint32_t crc, const void* data, size_t len);
 
+// crc over n zero bytes by bit-matrix powers (the method of zlib's old
+// crc32_combine), independent of the library's polynomial multiply.
+uint32_t model_zeroes(uint32_t crc, uint64_t n);
+
 // A generator per test, so one test's draws do not depend on another's: the
 // seed is IOV_TEST_SEED when set (printed once), mixed with the test's salt.
 std::mt19937_64 rng_for(const char* salt);

@@ -1,13 +1,19 @@
-// crc32c_simd.hpp: the fused copy+CRC kernel behind crc32c.hpp's copies, and
-// the choice of kernels for it and for the zero extension. They live in
-// src/crc32c.cc:
-//   portable  copy a block, then crc32_iscsi() over it while it is in L1;
+// crc32c_simd.hpp: the CRC engine's kernels behind crc32c.hpp's streaming
+// state (crc32c_init/update/final), its fused copy, and their dispatch. They
+// live in src/crc32c.cc (dispatch, the portable level, zero extension) and
+// src/crc32c_fold_x86.cc (the folding levels):
+//   portable  the state holds a finished CRC: ISA-L's crc32_iscsi() per piece,
+//             the fused copy a block copy then the CRC while it is in L1;
 //             zero extension by a shift-and-add GF(2) multiply
-//   avx2      the same copy; zero extension by PCLMULQDQ + the crc32 instruction
-//   avx512    one pass: each 64-byte load is stored and folded into the CRC
-//             with VPCLMULQDQ (a level that needs VPCLMULQDQ too)
+//   avx2      the state's window, eight 16-byte lanes, folded 128 bytes at a
+//             time with PCLMULQDQ (VEX-encoded), tails with the crc32
+//             instruction
+//   avx512    a 256-byte window in four registers folded with VPCLMULQDQ (a
+//             level that needs VPCLMULQDQ too); the fused copy stores each
+//             64-byte load and folds it, one pass
 // The level resolves on first use to the best the CPU has (IOV_SIMD=portable|avx2
-// caps it); tests force each level in turn:
+// caps it); a state keeps the level it was initialized at. Tests force each
+// level in turn:
 //
 //   for (auto l : {simd_level::portable, simd_level::avx2, simd_level::avx512})
 //     if (iov::internal::crc32c_select(l)) RunChecks();
@@ -18,15 +24,38 @@
 
 #include "iov/internal/simd_level.hpp"
 
+namespace iov {
+struct crc32c_state;
+}
+
 namespace iov::internal {
 
-// dst <- src[0, len), and returns crc32c(crc, src, len), reading each byte
-// once; the buffers do not overlap.
-uint32_t crc32c_copy(void* dst, const void* src, size_t len, uint32_t crc);
-
-// Installs the kernels of level `l`; false (and no change) if the CPU lacks it.
+// Installs the kernels of level `l` for states initialized from now on;
+// false (and no change) if the CPU lacks it.
 bool crc32c_select(simd_level l);
 // The level installed now (resolving it first if nothing was called yet).
 simd_level crc32c_level();
+
+// crc32c_update() and crc32c_copy_update() (crc32c.hpp) call the avx512
+// kernels directly and every other level through the *_other dispatch.
+// A copy update sets dst <- src[0, len) and extends the state over those
+// bytes, reading each once; the buffers do not overlap.
+inline constexpr uint8_t kCrc32cAvx512 = static_cast<uint8_t>(simd_level::avx512);
+void crc32c_update_avx512(crc32c_state* st, const void* src, size_t len);
+void crc32c_copy_update_avx512(crc32c_state* st, void* dst, const void* src, size_t len);
+void crc32c_update_other(crc32c_state* st, const void* src, size_t len);
+void crc32c_copy_update_other(crc32c_state* st, void* dst, const void* src, size_t len);
+
+// Between the kernels (src/crc32c*.cc): a folded state whose tail has grown
+// past the fold table's reach (256 bytes) is turned back into a running CRC
+// before a piece goes into the window; these do that, then the update.
+void crc32c_update_restarting(crc32c_state* st, const void* src, size_t len);
+void crc32c_copy_update_restarting(crc32c_state* st, void* dst, const void* src, size_t len);
+// The folding kernels (src/crc32c_fold_x86.cc). final reads the state and
+// leaves it as is.
+uint32_t crc32c_final_avx512(const crc32c_state* st);
+void crc32c_update_clmul(crc32c_state* st, const void* src, size_t len);
+void crc32c_copy_update_clmul(crc32c_state* st, void* dst, const void* src, size_t len);
+uint32_t crc32c_final_clmul(const crc32c_state* st);
 
 }  // namespace iov::internal

@@ -100,7 +100,18 @@ uint32_t crc32c_extend_fill(uint32_t crc, unsigned char c, uint64_t n) {
 
 void crc_builder::data(const void* p, size_t len) {
   flush();
-  crc_ = iov::crc32c(crc_, p, len);
+  crc32c_update(&state_, p, len);
+}
+
+void crc_builder::flush() {
+  if (!pending_len_) return;
+  if (pending_byte_ == 0) {
+    crc32c_update_zeroes(&state_, static_cast<size_t>(pending_len_));
+  } else {  // rare (null_blk's zoned blocks past the write pointer): through a finished CRC
+    uint32_t crc = crc32c_extend_fill(crc32c_final(&state_), pending_byte_, pending_len_);
+    crc32c_init(&state_, crc);
+  }
+  pending_len_ = 0;
 }
 
 }  // namespace internal
