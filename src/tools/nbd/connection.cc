@@ -354,7 +354,9 @@ bool connection::reply_read(const request& rq) {
     rcu_read_guard rcu;
     lent_.resize(1);
     const char* why = nullptr;
-    int err = dev_.lend_pages(rq.offset >> SECTOR_SHIFT, rq.length >> SECTOR_SHIFT, &lent_, &why);
+    blk_lease lease;
+    int err = dev_.lend_pages(rq.offset >> SECTOR_SHIFT, rq.length >> SECTOR_SHIFT, &lease, &why);
+    lent_.insert(lent_.end(), lease.pieces().begin(), lease.pieces().end());
     if (err == 0) {
       size_t hlen = read_reply_header(rq, head);
       lent_[0] = {head, hlen};
