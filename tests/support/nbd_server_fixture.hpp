@@ -62,7 +62,7 @@ class local_server {
   // null_blk is made memory-backed whatever the drivers' default, since
   // every test reads back what it wrote.
   explicit local_server(const std::string& driver = "brd", iov::blkdev_settings settings = {},
-                        uint64_t size = 4 * MiB) {
+                        uint64_t size = 4 * MiB, const iov::nbd::server_limits& limits = {}) {
     settings.emplace_back("size", std::to_string(size));
     if (driver == "null_blk")
       settings.emplace_back("memory_backed", "1");
@@ -71,13 +71,13 @@ class local_server {
     dev_ = std::move(*dev);
     socket_ = dir_.path("sock");
     server_ = std::make_unique<iov::nbd::server>(
-        *dev_, iov::nbd::server_options{.socket_path = socket_, .exp = {.name = "iov"}});
+        *dev_, iov::nbd::server_options{.socket_path = socket_, .exp = {.name = "iov"}, .limits = limits});
     absl::Status st = server_->listen();
     EXPECT_TRUE(st.ok()) << st;
     thread_ = std::thread([this] { server_->run(); });
   }
-  explicit local_server(const driver_config& c, uint64_t size = 4 * MiB)
-      : local_server(c.driver, c.settings, size) {}
+  explicit local_server(const driver_config& c, uint64_t size = 4 * MiB, const iov::nbd::server_limits& limits = {})
+      : local_server(c.driver, c.settings, size, limits) {}
   ~local_server() { stop(); }
   local_server(const local_server&) = delete;
   local_server& operator=(const local_server&) = delete;
@@ -145,11 +145,12 @@ struct alloc_model {
       unit[u] = s;
   }
   void write(uint64_t off, uint64_t len) { set(off, len, data); }
-  // brd frees whole pages unless NO_HOLE, which clears only the pages it has;
-  // null_blk has no native zeroing, so the server writes zeros: stored zeros.
+  // Without NO_HOLE both drivers leave a hole (brd frees whole pages,
+  // null_blk unstores the blocks); with it brd clears only the pages it has,
+  // while null_blk stores zeros everywhere.
   void write_zeroes(uint64_t off, uint64_t len, bool no_hole) {
     for (uint64_t u = off / (4 * KiB); u < (off + len) / (4 * KiB); u++)
-      unit[u] = !brd ? zero : !no_hole ? hole : unit[u] == hole ? hole : zero;
+      unit[u] = !no_hole ? hole : !brd ? zero : unit[u] == hole ? hole : zero;
   }
   void trim(uint64_t off, uint64_t len) { set(off, len, hole); }
   std::vector<extent> extents(uint64_t off, uint64_t len) const {
