@@ -383,6 +383,28 @@ TEST(NbdStructured, ErrorsCarryAMessageAndDontFragmentIsOneChunk) {
             1);
 }
 
+// A null_blk that is not memory backed stores nothing: every READ returns
+// zeros, never a payload this or another request sent before (the server's
+// buffers hold those), small or large, in either reply format.
+TEST(NbdNotMemoryBacked, ReadsAreZerosNotEarlierPayloads) {
+  local_server s("null_blk", {{"memory_backed", "0"}});
+  std::mt19937_64 rng(10);
+  for (bool structured : {false, true}) {
+    SCOPED_TRACE(structured ? "structured" : "simple");
+    auto c = s.open(structured);
+    ASSERT_TRUE(c);
+    for (uint32_t len : {uint32_t{4 * KiB}, uint32_t{60 * KiB}, uint32_t{512 * KiB}}) {
+      bytes d = random_data(len, rng);
+      ASSERT_EQ(c->write(MiB, d).error, 0u);
+      for (uint64_t at : {uint64_t{MiB}, uint64_t{0}}) {
+        auto r = c->read(at, len);
+        ASSERT_TRUE(r.ok && r.error == 0) << r.problem;
+        EXPECT_EQ(r.data, bytes(len, 0)) << len << " bytes at " << at;
+      }
+    }
+  }
+}
+
 TEST(NbdBlockStatus, RangesReqOneAndErrors) {
   local_server s;
   alloc_model model(true, s.size());

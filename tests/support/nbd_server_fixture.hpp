@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -35,6 +36,19 @@
 namespace iov_test::nbd {
 
 inline constexpr uint64_t KiB = 1024, MiB = 1024 * KiB;
+
+// Polls pred every 10 ms until it holds (true) or timeout_ms pass (false):
+// a bounded wait for what another thread does, never a timing assertion.
+template <class Pred>
+bool eventually(Pred pred, int timeout_ms = 20000) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() >= deadline)
+      return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
 
 // Random bytes in which no 512-byte sector is all zero, so that every
 // written sector reads back as data in the extent map.
@@ -59,12 +73,14 @@ inline std::string driver_config_name(const testing::TestParamInfo<driver_config
 // The server on a Unix socket, run() on its own thread, exporting "iov".
 class local_server {
  public:
-  // null_blk is made memory-backed whatever the drivers' default, since
-  // every test reads back what it wrote.
+  // null_blk is made memory-backed unless the settings say otherwise, since
+  // nearly every test reads back what it wrote.
   explicit local_server(const std::string& driver = "brd", iov::blkdev_settings settings = {},
                         uint64_t size = 4 * MiB, const iov::nbd::server_limits& limits = {}) {
     settings.emplace_back("size", std::to_string(size));
-    if (driver == "null_blk")
+    const bool named = std::any_of(settings.begin(), settings.end(),
+                                   [](const auto& kv) { return kv.first == "memory_backed"; });
+    if (driver == "null_blk" && !named)
       settings.emplace_back("memory_backed", "1");
     auto dev = iov::blkdev_create(driver, settings);
     EXPECT_TRUE(dev.ok()) << dev.status();
@@ -97,6 +113,8 @@ class local_server {
 
   const std::string& socket() const { return socket_; }
   uint64_t size() const { return dev_->get_capacity() << iov::SECTOR_SHIFT; }
+  iov::nbd::server_stats stats() const { return server_->stats(); }
+  iov::blkdev& device() { return *dev_; }
 
   std::unique_ptr<client> connect() {
     auto c = client::connect_unix(socket_);

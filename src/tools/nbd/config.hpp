@@ -25,8 +25,9 @@ struct export_options {
 inline constexpr uint32_t kInlinePayload = 64 * 1024;
 
 struct server_limits {
-  // Connections served at once; one more is accepted and closed at once.
-  unsigned max_connections = 100;
+  // Connections served at once (fio's 128 jobs fit); one more is accepted
+  // and closed at once.
+  unsigned max_connections = 256;
   // Seconds from accept to the end of the handshake (NBD_OPT_GO); 0: none.
   unsigned handshake_timeout = 10;
   // Seconds a connection in transmission may stay without any request; 0:
@@ -34,7 +35,7 @@ struct server_limits {
   unsigned idle_timeout = 0;
   // Seconds a client may keep the server waiting in the middle of a message:
   // a request (header or payload) partly received, or replies it does not
-  // take; counted from the last request completed. 0: none.
+  // take; counted from the last request completed or 64 KiB moved. 0: none.
   unsigned request_timeout = 30;
   // Bytes shared by every connection for WRITE payloads above
   // kInlinePayload, reserved whole when the header arrives (a connection

@@ -29,6 +29,7 @@ constexpr unsigned kMessagesPerRun = 64;      // then the other connections get 
 constexpr size_t kOutputBytesHigh = 64 * 1024;  // replies queued before they are sent
 constexpr uint64_t kDeviceBytesHigh = 1 << 20;  // READ data queued before it is sent
 constexpr unsigned kMaxIovecs = 128;            // per sendmsg
+constexpr uint64_t kProgressBytes = 64 * 1024;  // moved in a message, they count as progress
 }  // namespace
 
 connection::connection(int fd, const context& ctx, payload_budget::listener* loop, clock_type::time_point now)
@@ -179,6 +180,7 @@ connection::io connection::fill() {
     payload_received_ += static_cast<size_t>(n);
   else
     in_tail_ += static_cast<size_t>(n);
+  moved(static_cast<size_t>(n));
   return io::done;
 }
 
@@ -325,11 +327,23 @@ connection::io connection::flush() {
     if (sent < 0)
       return io::error;
     consume_output(static_cast<size_t>(sent));
+    moved(static_cast<size_t>(sent));
   }
   return io::done;
 }
 
 // --- Limits -------------------------------------------------------------------
+
+// A large payload or reply that keeps moving is progress too, 64 KiB at a
+// time: a slow client is not cut off in the middle of 32 MiB, while one that
+// trickles bytes to hold the connection still is.
+void connection::moved(size_t n) {
+  moved_ += n;
+  if (moved_ >= kProgressBytes) {
+    progress();
+    moved_ = 0;
+  }
+}
 
 bool connection::expired(clock_type::time_point now, const char** why) const {
   const server_limits& l = ctx_.limits;

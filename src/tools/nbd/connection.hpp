@@ -96,6 +96,7 @@ class connection {
   void consume(size_t n) { in_head_ += n; }
   step need(size_t n);
   void progress() { progress_ = now_; }
+  void moved(size_t n);
 
   // Output: a queue of segments, each either bytes of out_ (in order) or a
   // range of the device whose bytes are lent or read when it is sent.
@@ -133,6 +134,7 @@ class connection {
   const context& ctx_;
   phase phase_ = phase::client_flags;
   clock_type::time_point now_, accepted_, progress_;
+  uint64_t moved_ = 0;  // bytes received or sent since progress_
 
   // Negotiated.
   bool no_zeroes_ = false;

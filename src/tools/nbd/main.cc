@@ -32,7 +32,7 @@ int usage(const std::string& msg) {
                "               [--socket=PATH | -U PATH | --port=N | -p N] [--read-only | -r] [limits]\n"
                "  driver settings: --blocksize=512 --memory_backed=0|1 --cache_size=MB --zoned --zone_size=MB\n"
                "                   --zone_nr_conv=N --detect_zeroes=off|on|unmap\n"
-               "  limits: --max-connections=100 --handshake-timeout=10 --idle-timeout=0 --request-timeout=30\n"
+               "  limits: --max-connections=256 --handshake-timeout=10 --idle-timeout=0 --request-timeout=30\n"
                "          (seconds; 0: none) --payload-memory=64m --threads=N (default: one per CPU, at most 8)\n"
                "  The disk lives in this process's memory: its contents are gone when the server exits.\n");
   return 2;

@@ -95,9 +95,9 @@ bool server::adopt(int fd) {
   unsigned open = open_.load(std::memory_order_relaxed);
   do {
     if (open >= max || loops_.empty() || stopping_.load(std::memory_order_relaxed)) {
+      refused_.fetch_add(1, std::memory_order_relaxed);
       ::shutdown(fd, SHUT_RDWR);  // the client sees the end at once
       close(fd);
-      refused_.fetch_add(1, std::memory_order_relaxed);
       if (open >= max)
         log_event(event::refused, "refused a connection: %u open (--max-connections=%u)", open, max);
       return false;
@@ -107,13 +107,14 @@ bool server::adopt(int fd) {
   for (const auto& l : loops_)
     if (l->load() < least->load())
       least = l.get();
+  accepted_.fetch_add(1, std::memory_order_relaxed);
   if (!least->adopt(fd)) {
+    accepted_.fetch_sub(1, std::memory_order_relaxed);
     open_.fetch_sub(1, std::memory_order_relaxed);
     refused_.fetch_add(1, std::memory_order_relaxed);
     log_event(event::no_memory, "out of memory for a new connection: refused");
     return false;
   }
-  accepted_.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 
