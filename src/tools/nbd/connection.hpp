@@ -70,16 +70,20 @@ class connection {
   next run(clock_type::time_point now);
   // Past a deadline (handshake, idle or request timeout)? *why names it.
   bool expired(clock_type::time_point now, const char** why) const;
+  // Replies are queued that the socket did not take: the loop then also
+  // waits for it to be writable.
+  bool output_pending() const { return seg_count_ != 0; }
   // Parked waiting for payload memory, which has now been granted.
   bool ready_after_park() const { return parked_ && waiter_.granted(); }
 
   int fd() const { return fd_; }
   bool structured_replies() const { return structured_; }
 
-  // The event loop's bookkeeping: its index in the loop's table, and
-  // whether it is queued to run again after a yield.
+  // The event loop's bookkeeping: its index in the loop's table, whether it
+  // is queued to run again after a yield, and whether it waits to write.
   size_t slot = 0;
   bool yielded = false;
+  bool polls_out = false;  // registered for EPOLLOUT
 
  private:
   enum class phase : uint8_t { client_flags, options, requests, payload, closing };

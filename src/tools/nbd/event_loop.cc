@@ -103,10 +103,7 @@ void event_loop::take_inbox(clock_type::time_point now) {
   for (connection* c : taken_) {
     c->slot = conns_.size();
     conns_.push_back(c);
-    epoll_event ev{};
-    ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
-    ev.data.ptr = c;
-    if (epoll_ctl(epfd_, EPOLL_CTL_ADD, c->fd(), &ev) != 0) {
+    if (!watch(c, EPOLL_CTL_ADD, false)) {
       log_event(event::accept_failed, "cannot watch a connection (%s): closed", std::strerror(errno));
       remove(c);
       continue;
@@ -116,8 +113,24 @@ void event_loop::take_inbox(clock_type::time_point now) {
   taken_.clear();
 }
 
+// Readable always; writable only while replies wait, so that a client
+// taking its replies does not wake the loop for each one.
+bool event_loop::watch(connection* c, int op, bool out) {
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLRDHUP | EPOLLET | (out ? EPOLLOUT : 0u);
+  ev.data.ptr = c;
+  c->polls_out = out;
+  return epoll_ctl(epfd_, op, c->fd(), &ev) == 0;
+}
+
 void event_loop::run(connection* c, clock_type::time_point now) {
-  switch (c->run(now)) {
+  const connection::next next = c->run(now);
+  if (next != connection::next::close && c->output_pending() != c->polls_out &&
+      !watch(c, EPOLL_CTL_MOD, c->output_pending())) {
+    log_event(event::io_error, "cannot watch a connection (%s): closed", std::strerror(errno));
+    return remove(c);
+  }
+  switch (next) {
     case connection::next::wait:
     case connection::next::park:
       return;

@@ -1,6 +1,6 @@
 // event_loop.hpp: one thread serving many connections with epoll. Every
-// socket is non-blocking and registered edge-triggered for reading and
-// writing; a connection (connection.hpp) runs when its socket becomes ready,
+// socket is non-blocking and registered edge-triggered for reading (and for
+// writing while its replies wait); a connection (connection.hpp) runs when its socket becomes ready,
 // when payload memory it waits for is granted, or on its next turn after
 // yielding to the others; deadlines are checked four times a second. A
 // server has a few loops (one per CPU by default) and hands each accepted
@@ -51,6 +51,7 @@ class event_loop final : public payload_budget::listener {
   void loop();
   void wake();
   void take_inbox(clock_type::time_point now);
+  bool watch(connection* c, int op, bool out);
   void run(connection* c, clock_type::time_point now);
   void remove(connection* c);
   void sweep(clock_type::time_point now);
