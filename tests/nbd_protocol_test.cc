@@ -383,6 +383,22 @@ TEST(NbdStructured, ErrorsCarryAMessageAndDontFragmentIsOneChunk) {
             1);
 }
 
+// A zoned null_blk cannot zero: WRITE_ZEROES is not advertised, and one
+// sent anyway is refused, changing nothing.
+TEST(NbdWriteZeroes, NotAdvertisedWhereTheDeviceCannotZero) {
+  local_server s("null_blk", {{"zoned", "1"}, {"zone_size", "1"}, {"zone_nr_conv", "4"}});
+  nbd::export_info go;
+  auto c = s.open(true, false, &go);
+  ASSERT_TRUE(c);
+  EXPECT_FALSE(go.flags & nbd::TFLAG_SEND_WRITE_ZEROES);
+  EXPECT_FALSE(go.flags & nbd::TFLAG_SEND_FAST_ZERO);
+  ASSERT_EQ(c->write(0, bytes(4 * KiB, 0x4d)).error, 0u);  // a conventional zone
+  auto r = c->write_zeroes(0, 4 * KiB);
+  ASSERT_TRUE(r.ok) << r.problem;
+  EXPECT_EQ(r.error, nbd::NBD_EINVAL);
+  EXPECT_EQ(c->read(0, 4 * KiB).data, bytes(4 * KiB, 0x4d));
+}
+
 // A null_blk that is not memory backed stores nothing: every READ returns
 // zeros, never a payload this or another request sent before (the server's
 // buffers hold those), small or large, in either reply format.

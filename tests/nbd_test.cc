@@ -242,8 +242,25 @@ TEST_P(NbdSignals, StopTheServerCleanlyWithClientsConnected) {
   EXPECT_TRUE(silent->wait_closed());
 }
 
-INSTANTIATE_TEST_SUITE_P(Signals, NbdSignals, testing::Values(SIGTERM, SIGINT),
+INSTANTIATE_TEST_SUITE_P(Signals, NbdSignals, testing::Values(SIGTERM, SIGINT, SIGHUP, SIGQUIT),
                          [](const testing::TestParamInfo<int>& i) { return std::string(sigabbrev_np(i.param)); });
+
+// SIGUSR1 and SIGUSR2 would end the process, leaving its socket behind:
+// they are ignored, and the server goes on serving.
+TEST(NbdSignals, UserSignalsAreIgnored) {
+  REQUIRE_PROGRAM();
+  nbd::temp_dir dir;
+  auto srv = start(dir, {"--driver=brd", "--size=4m"});
+  for (int sig : {SIGUSR1, SIGUSR2})
+    ASSERT_EQ(kill(srv->pid(), sig), 0);
+  auto c = nbd::client::connect_unix(dir.path("sock"));
+  ASSERT_TRUE(c && c->greet() && c->opt_go("").ok) << (c ? c->last_error() : "connect") << srv->output();
+  ASSERT_EQ(c->write(0, bytes(4 * KiB, 0x5b)).error, 0u);
+  EXPECT_EQ(c->read(0, 4 * KiB).data, bytes(4 * KiB, 0x5b));
+  EXPECT_EQ(srv->signal_and_wait(SIGTERM), 0);
+  struct stat st;
+  EXPECT_NE(stat(dir.path("sock").c_str(), &st), 0) << "the socket file was left behind";
+}
 
 class NbdReadOnly : public testing::TestWithParam<bool> {};
 
@@ -329,7 +346,10 @@ INSTANTIATE_TEST_SUITE_P(Forms, NbdTcp, testing::Bool(),
 TEST(NbdProgram, BadOptionsAreUsageErrors) {
   REQUIRE_PROGRAM();
   for (auto [arg, text] : std::vector<std::pair<std::string, std::string>>{
-           {"--bogus", "unknown option --bogus"}, {"--port=70000", "port"}, {"--size=4q", "--size"}}) {
+           {"--bogus", "unknown option --bogus"}, {"--port=70000", "port"}, {"--size=4q", "--size"},
+           {"--max-connections=0", "--max-connections"}, {"--payload-memory=4k", "--payload-memory"},
+           {"--payload-memory=lots", "--payload-memory"}, {"--threads=0", "--threads"},
+           {"--handshake-timeout=soon", "--handshake-timeout"}, {"--request-timeout=-1", "--request-timeout"}}) {
     auto r = nbd::run({kProgram, arg});
     EXPECT_EQ(r.status, 2) << arg << ": " << r.output;
     EXPECT_NE(r.output.find(text), std::string::npos) << r.output;
