@@ -50,6 +50,15 @@ constexpr const char* kProgram = nullptr;
       GTEST_SKIP() << "iov-nbd is not built in this tree"; \
   } while (0)
 
+// An address-space limit leaves no room for a sanitizer's shadow memory.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SKIP_UNDER_SANITIZERS() GTEST_SKIP() << "RLIMIT_AS and the sanitizers' shadow memory do not mix"
+#else
+#define SKIP_UNDER_SANITIZERS() \
+  do {                          \
+  } while (0)
+#endif
+
 // What one connection may hold beyond the shared payload memory: its input
 // buffer (128 KiB), a read window (128 KiB, null_blk only) and its replies;
 // and what the allocator and kernel may add to a measurement.
@@ -153,6 +162,7 @@ INSTANTIATE_TEST_SUITE_P(Drivers, NbdProgramUnreadReplies, testing::Values("--dr
 // 1 GiB are all served by the same few threads.
 TEST(NbdProgramLimits, HundredsOfConnectionsNeedNoThreadUnderAnAddressSpaceLimit) {
   REQUIRE_PROGRAM();
+  SKIP_UNDER_SANITIZERS();
   temp_dir dir;
   auto srv = start(dir, {"--driver=brd", "--size=64m", "--max-connections=500", "--threads=2"},
                    {{RLIMIT_AS, rlim_t{1} << 30}});
@@ -179,6 +189,7 @@ TEST(NbdProgramLimits, HundredsOfConnectionsNeedNoThreadUnderAnAddressSpaceLimit
 // complete, so their reservations (of a 1 GiB budget) are mapped at once.
 TEST(NbdProgramLimits, AFailedAllocationRefusesTheRequestNotTheServer) {
   REQUIRE_PROGRAM();
+  SKIP_UNDER_SANITIZERS();
   constexpr int kWriters = 12;
   constexpr uint64_t kLength = 16 * MiB;
   const std::vector<std::string> args{"--driver=brd", "--size=256m", "--payload-memory=1g", "--threads=1"};
