@@ -23,16 +23,6 @@
 namespace iov_test::nbd {
 namespace {
 
-// A well-behaved client's round: writes 64 KiB at `offset` and reads it back.
-void expect_served(client& c, uint64_t offset, std::mt19937_64& rng) {
-  bytes d = random_data(64 * KiB, rng);
-  auto w = c.write(offset, d);
-  ASSERT_TRUE(w.ok && w.error == 0) << "the good client's WRITE: " << w.problem;
-  auto r = c.read(offset, 64 * KiB);
-  ASSERT_TRUE(r.ok && r.error == 0) << "the good client's READ: " << r.problem;
-  EXPECT_TRUE(r.data == d);
-}
-
 // The server ended the connection without sending a byte.
 bool closed_without_greeting(client& c) {
   unsigned char b;

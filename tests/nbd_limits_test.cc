@@ -38,18 +38,6 @@
 namespace iov_test::nbd {
 namespace {
 
-#ifdef IOV_NBD_PATH
-constexpr const char* kProgram = IOV_NBD_PATH;
-#else
-constexpr const char* kProgram = nullptr;
-#endif
-
-#define REQUIRE_PROGRAM()                                  \
-  do {                                                     \
-    if (!kProgram)                                         \
-      GTEST_SKIP() << "iov-nbd is not built in this tree"; \
-  } while (0)
-
 // An address-space limit leaves no room for a sanitizer's shadow memory.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define SKIP_UNDER_SANITIZERS() GTEST_SKIP() << "RLIMIT_AS and the sanitizers' shadow memory do not mix"
@@ -65,29 +53,12 @@ constexpr const char* kProgram = nullptr;
 constexpr uint64_t kPerConnection = 320 * KiB;
 constexpr uint64_t kSlack = 24 * MiB;
 
-std::unique_ptr<server_process> start(const temp_dir& dir, std::vector<std::string> args,
-                                      const std::vector<resource_limit>& limits = {}) {
-  args.push_back("--socket=" + dir.path("sock"));
-  auto p = std::make_unique<server_process>(kProgram, args, limits);
-  EXPECT_TRUE(p->wait_listening()) << "iov-nbd did not start: " << p->output();
-  return p;
-}
-
 // A client in transmission (structured replies when asked), or null.
 std::unique_ptr<client> open_client(const temp_dir& dir, bool structured = false) {
   auto c = client::connect_unix(dir.path("sock"));
   if (!c || !c->greet() || (structured && !c->opt_structured_reply()) || !c->opt_go("").ok)
     return nullptr;
   return c;
-}
-
-void expect_served(client& c, uint64_t offset, std::mt19937_64& rng) {
-  bytes d = random_data(64 * KiB, rng);
-  auto w = c.write(offset, d);
-  ASSERT_TRUE(w.ok && w.error == 0) << "the good client's WRITE: " << w.problem;
-  auto r = c.read(offset, 64 * KiB);
-  ASSERT_TRUE(r.ok && r.error == 0) << "the good client's READ: " << r.problem;
-  EXPECT_TRUE(r.data == d);
 }
 
 uint64_t rss(const server_process& p) { return p.figures().rss_kib * KiB; }
@@ -305,8 +276,7 @@ TEST(NbdProgramLimits, RunningOutOfDescriptorsPausesAcceptingWithoutSpinning) {
 // up to 63 of them ("server backlog overflowed").
 TEST(NbdProgramLimits, FioWith128JobsAllConnect) {
   REQUIRE_PROGRAM();
-  if (which("fio").empty())
-    GTEST_SKIP() << "fio is not installed";
+  REQUIRE_TOOL("fio");
   temp_dir dir;
   auto srv = start(dir, {"--driver=brd", "--size=16m"});
   auto r = run({"fio", "--name=burst", "--ioengine=nbd", "--uri=" + unix_uri(dir.path("sock")), "--rw=randread",
@@ -434,8 +404,7 @@ TEST(NbdProgramLimits, SizesOfTwoToTheSixtyThirdAreRefused) {
 // grew the server by 2.1 GB. Now it unstores the blocks.
 TEST(NbdProgramLimits, ASparseCopyToNullBlkStoresNothing) {
   REQUIRE_PROGRAM();
-  if (which("nbdcopy").empty())
-    GTEST_SKIP() << "nbdcopy is not installed";
+  REQUIRE_TOOL("nbdcopy");
   temp_dir dir;
   auto srv = start(dir, {"--driver=null_blk", "--size=1g"});
   {

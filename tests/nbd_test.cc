@@ -33,33 +33,6 @@
 namespace iov_test::nbd {
 namespace {
 
-#ifdef IOV_NBD_PATH
-constexpr const char* kProgram = IOV_NBD_PATH;
-#else
-constexpr const char* kProgram = nullptr;
-#endif
-
-#define REQUIRE_PROGRAM()                                     \
-  do {                                                        \
-    if (!kProgram)                                            \
-      GTEST_SKIP() << "iov-nbd is not built in this tree";    \
-  } while (0)
-#define REQUIRE_TOOL(name)                                    \
-  do {                                                        \
-    if (nbd::which(name).empty())                             \
-      GTEST_SKIP() << name << " is not installed";            \
-  } while (0)
-
-// iov-nbd on a Unix socket in dir (unless args name one), ready.
-std::unique_ptr<nbd::server_process> start(const nbd::temp_dir& dir, std::vector<std::string> args,
-                                           bool add_socket = true) {
-  if (add_socket)
-    args.push_back("--socket=" + dir.path("sock"));
-  auto p = std::make_unique<nbd::server_process>(kProgram, args);
-  EXPECT_TRUE(p->wait_listening()) << "iov-nbd did not start: " << p->output();
-  return p;
-}
-
 struct fio_config {
   const char* name;
   std::vector<std::string> args;
@@ -269,7 +242,7 @@ TEST_P(NbdReadOnly, RefusesEveryWriteWithEperm) {
   REQUIRE_PROGRAM();
   nbd::temp_dir dir;
   const bool short_forms = GetParam();
-  auto srv = short_forms ? start(dir, {"--driver=brd", "--size=4m", "-r", "-U", dir.path("sock")}, false)
+  auto srv = short_forms ? start(dir, {"--driver=brd", "--size=4m", "-r", "-U", dir.path("sock")}, {}, false)
                          : start(dir, {"--driver=brd", "--size=4m", "--read-only"});
   EXPECT_EQ(srv->address(), "unix:" + dir.path("sock"));
   auto c = nbd::client::connect_unix(dir.path("sock"));

@@ -1,8 +1,9 @@
 // nbd_server_fixture.hpp: iov-nbd's server (src/tools/nbd) run in the test's
 // own process, on a memory-backed brd or null_blk behind a Unix socket, so
-// that the sanitizers see the server's threads; and what the NBD tests check
-// it against: data with no zero sector, and a per-page model of what
-// base:allocation should report. Header-only because the server and the
+// that the sanitizers see the server's threads, or the program started; and
+// what the NBD tests check it against: data with no zero sector, a
+// well-behaved client's round, and a per-page model of what base:allocation
+// should report. Header-only because the server and the
 // drivers are linked into the test programs, not into the support library.
 // The NBD tests sit inside namespace iov_test::nbd: these names need no
 // prefix there, and the protocol's constants still read nbd::REP_ACK.
@@ -59,6 +60,47 @@ inline bytes random_data(size_t n, std::mt19937_64& rng) {
   for (size_t s = 0; s < n; s += 512)
     b[s] |= 1;
   return b;
+}
+
+// The iov-nbd program of this tree, for the tests of the program (the build
+// gives each test IOV_NBD_PATH), or nullptr.
+#ifdef IOV_NBD_PATH
+inline constexpr const char* kProgram = IOV_NBD_PATH;
+#else
+inline constexpr const char* kProgram = nullptr;
+#endif
+
+#define REQUIRE_PROGRAM()                                    \
+  do {                                                       \
+    if (!::iov_test::nbd::kProgram)                          \
+      GTEST_SKIP() << "iov-nbd is not built in this tree";   \
+  } while (0)
+#define REQUIRE_TOOL(name)                                   \
+  do {                                                       \
+    if (::iov_test::nbd::which(name).empty())                \
+      GTEST_SKIP() << name << " is not installed";           \
+  } while (0)
+
+// The program on a Unix socket in dir (unless args name one), under
+// `limits`, ready.
+inline std::unique_ptr<server_process> start(const temp_dir& dir, std::vector<std::string> args,
+                                             const std::vector<resource_limit>& limits = {},
+                                             bool add_socket = true) {
+  if (add_socket)
+    args.push_back("--socket=" + dir.path("sock"));
+  auto p = std::make_unique<server_process>(kProgram, args, limits);
+  EXPECT_TRUE(p->wait_listening()) << "iov-nbd did not start: " << p->output();
+  return p;
+}
+
+// A well-behaved client's round: writes 64 KiB at `offset` and reads it back.
+inline void expect_served(client& c, uint64_t offset, std::mt19937_64& rng) {
+  bytes d = random_data(64 * KiB, rng);
+  auto w = c.write(offset, d);
+  ASSERT_TRUE(w.ok && w.error == 0) << "the good client's WRITE: " << w.problem;
+  auto r = c.read(offset, 64 * KiB);
+  ASSERT_TRUE(r.ok && r.error == 0) << "the good client's READ: " << r.problem;
+  EXPECT_TRUE(r.data == d);
 }
 
 // A device configuration of a parameterized test; `name` ends the test's name.
