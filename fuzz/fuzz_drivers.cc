@@ -237,11 +237,16 @@ int zone_mgmt(disk& d, iov::req_op op, sector_t sector) {
   }
 }
 
-// Discard and write-zeroes on the model (brd frees whole pages only).
+// Discard and write-zeroes on the model (brd frees whole pages only;
+// null_blk's write-zeroes with REQ_NOUNMAP stores zeros).
 FUZZ_MODEL void model_trim(disk& d, iov::req_op op, sector_t sector, sector_t nr, bool unmap) {
   uint64_t pos = sector << iov::SECTOR_SHIFT, end = (sector + nr) << iov::SECTOR_SHIFT;
   if (!d.brd) {
-    for (uint64_t p = pos; p < end; p += d.lbs) d.unstore(p / d.lbs);
+    const bool store = op == iov::REQ_OP_WRITE_ZEROES && !unmap && d.backed;
+    for (uint64_t p = pos; p < end; p += d.lbs) {
+      d.unstore(p / d.lbs);
+      if (store) d.stored[p / d.lbs] = 1;
+    }
     return;
   }
   for (uint64_t p = pos; p < end;) {
@@ -303,7 +308,8 @@ void op_request(input& in, disk& d, iov::blkdev& dev) {
   const bool zone_op = iov::op_is_zone_mgmt(rq.op);
   bool supported = rq.op == iov::REQ_OP_READ || rq.op == iov::REQ_OP_WRITE || rq.op == iov::REQ_OP_FLUSH;
   if (d.brd) supported |= trim;
-  else supported |= (rq.op == iov::REQ_OP_DISCARD && d.discard) || ((zone_op || rq.op == iov::REQ_OP_ZONE_APPEND) && d.zoned);
+  else supported |= (rq.op == iov::REQ_OP_DISCARD && d.discard) || (rq.op == iov::REQ_OP_WRITE_ZEROES && !d.zoned) ||
+                    ((zone_op || rq.op == iov::REQ_OP_ZONE_APPEND) && d.zoned);
   // The expected result, applying the model's changes as it goes (an error
   // is found before anything changes; -EFAULT stops part way).
   int want = 0;

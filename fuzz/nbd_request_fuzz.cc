@@ -1,7 +1,8 @@
 // nbd_request_fuzz: the fuzzer's bytes as an NBD client's side of the stream,
-// fed over a socketpair to iov::nbd::connection (src/tools/nbd) serving a
-// 1 MiB brd or null_blk device: the handshake, option haggling and
-// transmission must never crash, leak or hang, whatever arrives. The first
+// fed over a socketpair to an iov::nbd::server (src/tools/nbd) with small
+// limits, serving a 1 MiB brd or null_blk device: the handshake, option
+// haggling and transmission must never crash, leak or hang, and the payload
+// memory never exceed its limit, whatever arrives. The first
 // byte picks how much of the stream the harness makes well formed, so that
 // the fuzzer reaches deep states without having to find the magics:
 //   0  the bytes as they are, from the client flags on
@@ -21,12 +22,11 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <thread>
 #include <vector>
 
 #include "fuzz_model.hpp"
 #include "iov_drivers/blkdev.hpp"
-#include "nbd/connection.hpp"
+#include "nbd/server.hpp"
 
 namespace {
 
@@ -181,7 +181,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   iov::blkdev_settings settings{{"size", std::to_string(kDeviceSize)}};
   const bool brd = !(setup & 4);
   if (!brd) {
-    settings.emplace_back("memory_backed", "1");
+    settings.emplace_back("memory_backed", setup & 128 ? "0" : "1");
     settings.emplace_back("blocksize", setup & 8 ? "4096" : "512");
     if (setup & 16)
       settings.emplace_back("cache_size", "1");
@@ -194,16 +194,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   int sv[2];
   FUZZ_CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
-  iov::nbd::export_options opts;
-  opts.read_only = setup & 32;
-  std::thread server([&] {
-    iov::nbd::connection conn(sv[1], **dev, opts);
-    conn.serve();
-    shutdown(sv[1], SHUT_RDWR);  // the client side sees EOF
-  });
+  // The server core with small limits, so that the stream meets them: one
+  // event loop, two connections, and payload memory of 128 KiB or 1 MiB
+  // (which is then also the largest request).
+  iov::nbd::server_options opts;
+  opts.exp.read_only = setup & 32;
+  opts.limits.threads = 1;
+  opts.limits.max_connections = 2;
+  opts.limits.payload_memory = setup & 64 ? 128 * 1024 : 1 << 20;
+  iov::nbd::server server(**dev, opts);
+  FUZZ_CHECK(server.start().ok());
+  FUZZ_CHECK(server.adopt(sv[1]));  // the server owns sv[1] now
   pump(sv[0], stream);
-  server.join();
   close(sv[0]);
-  close(sv[1]);
+  FUZZ_CHECK(server.stats().payload_peak <= opts.limits.payload_memory);
   return 0;
 }

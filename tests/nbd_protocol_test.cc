@@ -383,6 +383,44 @@ TEST(NbdStructured, ErrorsCarryAMessageAndDontFragmentIsOneChunk) {
             1);
 }
 
+// A zoned null_blk cannot zero: WRITE_ZEROES is not advertised, and one
+// sent anyway is refused, changing nothing.
+TEST(NbdWriteZeroes, NotAdvertisedWhereTheDeviceCannotZero) {
+  local_server s("null_blk", {{"zoned", "1"}, {"zone_size", "1"}, {"zone_nr_conv", "4"}});
+  nbd::export_info go;
+  auto c = s.open(true, false, &go);
+  ASSERT_TRUE(c);
+  EXPECT_FALSE(go.flags & nbd::TFLAG_SEND_WRITE_ZEROES);
+  EXPECT_FALSE(go.flags & nbd::TFLAG_SEND_FAST_ZERO);
+  ASSERT_EQ(c->write(0, bytes(4 * KiB, 0x4d)).error, 0u);  // a conventional zone
+  auto r = c->write_zeroes(0, 4 * KiB);
+  ASSERT_TRUE(r.ok) << r.problem;
+  EXPECT_EQ(r.error, nbd::NBD_EINVAL);
+  EXPECT_EQ(c->read(0, 4 * KiB).data, bytes(4 * KiB, 0x4d));
+}
+
+// A null_blk that is not memory backed stores nothing: every READ returns
+// zeros, never a payload this or another request sent before (the server's
+// buffers hold those), small or large, in either reply format.
+TEST(NbdNotMemoryBacked, ReadsAreZerosNotEarlierPayloads) {
+  local_server s("null_blk", {{"memory_backed", "0"}});
+  std::mt19937_64 rng(10);
+  for (bool structured : {false, true}) {
+    SCOPED_TRACE(structured ? "structured" : "simple");
+    auto c = s.open(structured);
+    ASSERT_TRUE(c);
+    for (uint32_t len : {uint32_t{4 * KiB}, uint32_t{60 * KiB}, uint32_t{512 * KiB}}) {
+      bytes d = random_data(len, rng);
+      ASSERT_EQ(c->write(MiB, d).error, 0u);
+      for (uint64_t at : {uint64_t{MiB}, uint64_t{0}}) {
+        auto r = c->read(at, len);
+        ASSERT_TRUE(r.ok && r.error == 0) << r.problem;
+        EXPECT_EQ(r.data, bytes(len, 0)) << len << " bytes at " << at;
+      }
+    }
+  }
+}
+
 TEST(NbdBlockStatus, RangesReqOneAndErrors) {
   local_server s;
   alloc_model model(true, s.size());
@@ -407,9 +445,10 @@ TEST(NbdBlockStatus, RangesReqOneAndErrors) {
   EXPECT_EQ(c->block_status(s.size(), 512).error, nbd::NBD_EINVAL);
 }
 
-// NO_HOLE keeps brd's pages (zero, not a hole); FAST_ZERO succeeds where
-// zeroing is native (brd advertises it) and fails with ENOTSUP, changing
-// nothing, where the server would have to write zeros (null_blk).
+// Both drivers zero natively, so both advertise FAST_ZERO and honour it.
+// Without NO_HOLE the range becomes a hole (brd frees its pages, null_blk
+// unstores its blocks: an all-sparse copy costs no memory); with NO_HOLE
+// the storage stays (brd clears the pages it has, null_blk stores zeros).
 TEST(NbdWriteZeroes, NoHoleAndFastZero) {
   std::mt19937_64 rng(9);
   for (const char* driver : {"brd", "null_blk"}) {
@@ -419,7 +458,8 @@ TEST(NbdWriteZeroes, NoHoleAndFastZero) {
     nbd::export_info go;
     auto c = s.open(true, true, &go);
     ASSERT_TRUE(c);
-    EXPECT_EQ(bool(go.flags & nbd::TFLAG_SEND_FAST_ZERO), brd);
+    EXPECT_TRUE(go.flags & nbd::TFLAG_SEND_WRITE_ZEROES);
+    EXPECT_TRUE(go.flags & nbd::TFLAG_SEND_FAST_ZERO);
     bytes model = random_data(256 * KiB, rng);
     ASSERT_EQ(c->write(0, model).error, 0u);
     ASSERT_EQ(c->write_zeroes(0, 64 * KiB, nbd::CMD_FLAG_NO_HOLE).error, 0u);
@@ -428,17 +468,15 @@ TEST(NbdWriteZeroes, NoHoleAndFastZero) {
     EXPECT_EQ(c->block_status(0, 64 * KiB).extents, extents({{64 * KiB, nbd::STATE_ZERO}}));
     ASSERT_EQ(c->write_zeroes(64 * KiB, 64 * KiB).error, 0u);
     std::fill_n(model.begin() + 64 * KiB, 64 * KiB, 0);
-    const uint32_t punched = brd ? nbd::STATE_HOLE | nbd::STATE_ZERO : nbd::STATE_ZERO;
-    EXPECT_EQ(c->block_status(64 * KiB, 64 * KiB).extents, extents({{64 * KiB, punched}}));
+    EXPECT_EQ(c->block_status(64 * KiB, 64 * KiB).extents, extents({{64 * KiB, nbd::STATE_HOLE | nbd::STATE_ZERO}}));
     ASSERT_EQ(c->write_zeroes(128 * KiB + 512, 1024).error, 0u);  // inside a page
     std::fill_n(model.begin() + 128 * KiB + 512, 1024, 0);
-    uint32_t fast = c->write_zeroes(192 * KiB, 64 * KiB, nbd::CMD_FLAG_FAST_ZERO).error;
-    if (brd) {
-      EXPECT_EQ(fast, 0u);
-      std::fill_n(model.begin() + 192 * KiB, 64 * KiB, 0);
-    } else {
-      EXPECT_EQ(fast, nbd::NBD_ENOTSUP);
-    }
+    ASSERT_EQ(c->write_zeroes(192 * KiB, 64 * KiB, nbd::CMD_FLAG_FAST_ZERO).error, 0u);
+    std::fill_n(model.begin() + 192 * KiB, 64 * KiB, 0);
+    // NO_HOLE over a hole: brd keeps the hole, null_blk stores zeros.
+    ASSERT_EQ(c->write_zeroes(1 * MiB, 16 * KiB, nbd::CMD_FLAG_NO_HOLE).error, 0u);
+    EXPECT_EQ(c->block_status(1 * MiB, 16 * KiB).extents,
+              extents({{16 * KiB, brd ? nbd::STATE_HOLE | nbd::STATE_ZERO : nbd::STATE_ZERO}}));
     auto r = c->read(0, 256 * KiB);
     ASSERT_TRUE(r.ok && r.error == 0) << r.problem;
     EXPECT_TRUE(r.data == model);

@@ -33,33 +33,6 @@
 namespace iov_test::nbd {
 namespace {
 
-#ifdef IOV_NBD_PATH
-constexpr const char* kProgram = IOV_NBD_PATH;
-#else
-constexpr const char* kProgram = nullptr;
-#endif
-
-#define REQUIRE_PROGRAM()                                     \
-  do {                                                        \
-    if (!kProgram)                                            \
-      GTEST_SKIP() << "iov-nbd is not built in this tree";    \
-  } while (0)
-#define REQUIRE_TOOL(name)                                    \
-  do {                                                        \
-    if (nbd::which(name).empty())                             \
-      GTEST_SKIP() << name << " is not installed";            \
-  } while (0)
-
-// iov-nbd on a Unix socket in dir (unless args name one), ready.
-std::unique_ptr<nbd::server_process> start(const nbd::temp_dir& dir, std::vector<std::string> args,
-                                           bool add_socket = true) {
-  if (add_socket)
-    args.push_back("--socket=" + dir.path("sock"));
-  auto p = std::make_unique<nbd::server_process>(kProgram, args);
-  EXPECT_TRUE(p->wait_listening()) << "iov-nbd did not start: " << p->output();
-  return p;
-}
-
 struct fio_config {
   const char* name;
   std::vector<std::string> args;
@@ -242,8 +215,25 @@ TEST_P(NbdSignals, StopTheServerCleanlyWithClientsConnected) {
   EXPECT_TRUE(silent->wait_closed());
 }
 
-INSTANTIATE_TEST_SUITE_P(Signals, NbdSignals, testing::Values(SIGTERM, SIGINT),
+INSTANTIATE_TEST_SUITE_P(Signals, NbdSignals, testing::Values(SIGTERM, SIGINT, SIGHUP, SIGQUIT),
                          [](const testing::TestParamInfo<int>& i) { return std::string(sigabbrev_np(i.param)); });
+
+// SIGUSR1 and SIGUSR2 would end the process, leaving its socket behind:
+// they are ignored, and the server goes on serving.
+TEST(NbdSignals, UserSignalsAreIgnored) {
+  REQUIRE_PROGRAM();
+  nbd::temp_dir dir;
+  auto srv = start(dir, {"--driver=brd", "--size=4m"});
+  for (int sig : {SIGUSR1, SIGUSR2})
+    ASSERT_EQ(kill(srv->pid(), sig), 0);
+  auto c = nbd::client::connect_unix(dir.path("sock"));
+  ASSERT_TRUE(c && c->greet() && c->opt_go("").ok) << (c ? c->last_error() : "connect") << srv->output();
+  ASSERT_EQ(c->write(0, bytes(4 * KiB, 0x5b)).error, 0u);
+  EXPECT_EQ(c->read(0, 4 * KiB).data, bytes(4 * KiB, 0x5b));
+  EXPECT_EQ(srv->signal_and_wait(SIGTERM), 0);
+  struct stat st;
+  EXPECT_NE(stat(dir.path("sock").c_str(), &st), 0) << "the socket file was left behind";
+}
 
 class NbdReadOnly : public testing::TestWithParam<bool> {};
 
@@ -252,7 +242,7 @@ TEST_P(NbdReadOnly, RefusesEveryWriteWithEperm) {
   REQUIRE_PROGRAM();
   nbd::temp_dir dir;
   const bool short_forms = GetParam();
-  auto srv = short_forms ? start(dir, {"--driver=brd", "--size=4m", "-r", "-U", dir.path("sock")}, false)
+  auto srv = short_forms ? start(dir, {"--driver=brd", "--size=4m", "-r", "-U", dir.path("sock")}, {}, false)
                          : start(dir, {"--driver=brd", "--size=4m", "--read-only"});
   EXPECT_EQ(srv->address(), "unix:" + dir.path("sock"));
   auto c = nbd::client::connect_unix(dir.path("sock"));
@@ -329,7 +319,10 @@ INSTANTIATE_TEST_SUITE_P(Forms, NbdTcp, testing::Bool(),
 TEST(NbdProgram, BadOptionsAreUsageErrors) {
   REQUIRE_PROGRAM();
   for (auto [arg, text] : std::vector<std::pair<std::string, std::string>>{
-           {"--bogus", "unknown option --bogus"}, {"--port=70000", "port"}, {"--size=4q", "--size"}}) {
+           {"--bogus", "unknown option --bogus"}, {"--port=70000", "port"}, {"--size=4q", "--size"},
+           {"--max-connections=0", "--max-connections"}, {"--payload-memory=4k", "--payload-memory"},
+           {"--payload-memory=lots", "--payload-memory"}, {"--threads=0", "--threads"},
+           {"--handshake-timeout=soon", "--handshake-timeout"}, {"--request-timeout=-1", "--request-timeout"}}) {
     auto r = nbd::run({kProgram, arg});
     EXPECT_EQ(r.status, 2) << arg << ": " << r.output;
     EXPECT_NE(r.output.find(text), std::string::npos) << r.output;

@@ -11,6 +11,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <random>
 #include <string>
@@ -240,6 +241,66 @@ TEST(NullBlk, NotMemoryBackedCompletesWithoutData) {
   EXPECT_EQ(blk_no_data(*dev, iov::REQ_OP_FLUSH), 0);
 }
 
+// WRITE_ZEROES (not in the kernel's null_blk): without REQ_NOUNMAP the
+// blocks are unstored, as by a discard, and a page left empty is freed; with
+// it zeros are stored, over a hole too. The range reads as zeros either way,
+// with or without the cache, and nothing else changes.
+TEST(NullBlk, WriteZeroesUnstoresUnlessNoUnmap) {
+  for (unsigned long cache : {0ul, 1ul}) {
+    SCOPED_TRACE(cache ? "with a cache" : "without a cache");
+    auto dev = make_nullb({.size = kMiB, .blocksize = 1024, .memory_backed = true, .cache_size = cache});
+    EXPECT_GT(dev->limits().max_write_zeroes_sectors, 0u);
+    std::mt19937_64 rng(12);
+    std::vector<unsigned char> want = iov_test::random_blocks(4 * kPage, rng);  // pages 0..3
+    ASSERT_EQ(blk_write(*dev, Kind::ubuf, 0, want, rng), 0);
+    ASSERT_EQ(blk_no_data(*dev, iov::REQ_OP_WRITE_ZEROES, 2, 4), 0);   // blocks 1, 2 of page 0
+    ASSERT_EQ(blk_no_data(*dev, iov::REQ_OP_WRITE_ZEROES, 8, 8), 0);   // page 1 whole: freed
+    ASSERT_EQ(blk_no_data(*dev, iov::REQ_OP_WRITE_ZEROES, 16, 8, iov::REQ_NOUNMAP), 0);  // page 2
+    ASSERT_EQ(blk_no_data(*dev, iov::REQ_OP_WRITE_ZEROES, 40, 8, iov::REQ_NOUNMAP), 0);  // a hole: page 5
+    std::fill(want.begin() + 2 * 512, want.begin() + 6 * 512, 0);
+    std::fill(want.begin() + 8 * 512, want.begin() + 24 * 512, 0);
+    std::vector<unsigned char> got = blk_read_all(*dev);
+    want.resize(got.size(), 0);
+    EXPECT_EQ(got, want);
+    const unsigned hole = iov_test::kHole | iov_test::kZero, zero = iov_test::kZero;
+    EXPECT_EQ(blk_extents(*dev, 0, 56), (std::vector<ModelExtent>{{0, 2, 0},
+                                                                  {2, 4, hole},
+                                                                  {6, 2, 0},
+                                                                  {8, 8, hole},
+                                                                  {16, 8, zero},
+                                                                  {24, 8, 0},
+                                                                  {32, 8, hole},
+                                                                  {40, 8, zero},
+                                                                  {48, 8, hole}}));
+    EXPECT_EQ(dev->nr_pages(), 4u);  // pages 0, 2, 3 and 5
+  }
+  auto bare = make_nullb({.size = kMiB});  // not memory backed: nothing to store or unstore
+  EXPECT_EQ(blk_no_data(*bare, iov::REQ_OP_WRITE_ZEROES, 0, 8, iov::REQ_NOUNMAP), 0);
+  EXPECT_EQ(blk_no_data(*bare, iov::REQ_OP_WRITE_ZEROES, 0, 8), 0);
+  EXPECT_EQ(bare->nr_pages(), 0u);
+}
+
+// Without memory backing a READ moves no data, and lend_pages lends zeros:
+// what a server sends instead of its own buffer's old contents.
+TEST(NullBlk, NotMemoryBackedLendsZeros) {
+  auto dev = make_nullb({.size = kMiB});
+  iov::blk_lease lease;
+  ASSERT_EQ(dev->lend_pages(8, 24, &lease), 0);
+  size_t total = 0;
+  for (const ::iovec& v : lease.pieces()) {
+    EXPECT_EQ(std::count(static_cast<char*>(v.iov_base), static_cast<char*>(v.iov_base) + v.iov_len, 0),
+              static_cast<long>(v.iov_len));
+    total += v.iov_len;
+  }
+  EXPECT_EQ(total, 24u * 512);
+  lease.release();
+  auto backed = make_nullb({.size = kMiB, .memory_backed = true});
+  const char* why = nullptr;
+  EXPECT_EQ(backed->lend_pages(0, 8, &lease, &why), -EOPNOTSUPP);
+  EXPECT_NE(why, nullptr);
+  EXPECT_TRUE(lease.pieces().empty());
+}
+
 TEST(NullBlk, BlocksizeTwoKilobytes) {
   auto dev = make_nullb({.size = kMiB, .blocksize = 2048, .memory_backed = true, .discard = true});
   NullBlkModel model({.size = kMiB, .blocksize = 2048});
@@ -277,7 +338,9 @@ TEST(NullBlk, BadRequestsChangeNothing) {
       {"write from ITER_DEST", iov::REQ_OP_WRITE, 0, 0, kPage, iov::ITER_DEST, -EINVAL},
       {"write past max_pages", iov::REQ_OP_WRITE, 32, 0, 3 * kPage, iov::ITER_SOURCE, -ENOSPC},
       {"discard when discard=0", iov::REQ_OP_DISCARD, 0, 8, 0, 0, -EOPNOTSUPP},
-      {"write zeroes", iov::REQ_OP_WRITE_ZEROES, 0, 8, 0, 0, -EOPNOTSUPP},
+      {"write zeroes past the end", iov::REQ_OP_WRITE_ZEROES, cap - 8, 16, 0, 0, -EIO},
+      {"write zeroes inside a block", iov::REQ_OP_WRITE_ZEROES, 4, 8, 0, 0, -EINVAL},
+      {"stored zeros past max_pages", iov::REQ_OP_WRITE_ZEROES, 32, 24, 0, 0, -ENOSPC, iov::REQ_NOUNMAP},
       {"zone append", iov::REQ_OP_ZONE_APPEND, 0, 0, kPage, iov::ITER_SOURCE, -EOPNOTSUPP},
       {"zone finish", iov::REQ_OP_ZONE_FINISH, 0, 0, 0, 0, -EOPNOTSUPP},
   };

@@ -312,6 +312,9 @@ TEST(NullBlkZoned, BadRequestsChangeNothing) {
   check("open inside a zone", mgmt(*dev, ZoneOp::open, 2 * Z + 1), -EINVAL);
   iov::blk_request discard{.op = iov::REQ_OP_DISCARD, .sector = 2 * Z, .nr_sectors = 8};
   check("discard", dev->submit(discard), -EOPNOTSUPP);
+  iov::blk_request zeroes{.op = iov::REQ_OP_WRITE_ZEROES, .sector = 2 * Z, .nr_sectors = 8};
+  check("write zeroes", dev->submit(zeroes), -EOPNOTSUPP);
+  EXPECT_EQ(dev->limits().max_write_zeroes_sectors, 0u);
   check("open a full zone", mgmt(*dev, ZoneOp::open, 3 * Z), -EIO);
   check("close an empty zone", mgmt(*dev, ZoneOp::close, 2 * Z), -EIO);
   check("open past the end", mgmt(*dev, ZoneOp::open, 4 * Z), -EINVAL);

@@ -168,6 +168,7 @@ struct BadRequest {
   size_t len;
   unsigned dir;
   int err;
+  iov::blk_opf_t flags = 0;
 };
 
 // Submits each case with its data in buf, and checks that it is refused with
@@ -181,7 +182,8 @@ inline void expect_refused_unchanged(iov::blkdev& dev, const std::vector<BadRequ
     SCOPED_TRACE(b.what);
     iov::iov_iter it;
     iov::iov_iter_ubuf(&it, b.dir, buf.data(), b.len);
-    iov::blk_request rq{.op = b.op, .sector = b.sector, .nr_sectors = b.nr, .iter = b.len ? &it : nullptr};
+    iov::blk_request rq{.op = b.op, .flags = b.flags, .sector = b.sector, .nr_sectors = b.nr,
+                        .iter = b.len ? &it : nullptr};
     EXPECT_EQ(dev.submit(rq), b.err);
     ASSERT_NE(rq.error, nullptr);
     const absl::Status status = iov::blk_status(b.err, rq.error);

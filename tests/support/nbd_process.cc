@@ -15,6 +15,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
 #include <thread>
 
 extern char** environ;
@@ -27,12 +30,45 @@ using clock_type = std::chrono::steady_clock;
 
 clock_type::time_point after_ms(int ms) { return clock_type::now() + std::chrono::milliseconds(ms); }
 
+// fork() and exec() under resource limits: between the two only
+// async-signal-safe calls, as the test program has threads.
+pid_t spawn_limited(std::vector<char*>& args, const std::vector<resource_limit>& limits, int out) {
+  const pid_t pid = fork();
+  if (pid != 0)
+    return pid;
+  int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0)
+    _exit(127);
+  for (const resource_limit& l : limits) {
+    const rlimit r{l.value, l.value};
+    if (setrlimit(l.resource, &r) != 0)
+      _exit(126);
+  }
+  execve(args[0], args.data(), environ);
+  _exit(127);
+}
+
 // Spawns argv with stdin from /dev/null and stdout+stderr into a pipe;
 // returns the pid and the pipe's read end in *out.
-pid_t spawn(const std::vector<std::string>& argv, bool search_path, int* out) {
+pid_t spawn(const std::vector<std::string>& argv, bool search_path, int* out,
+            const std::vector<resource_limit>& limits = {}) {
   int p[2];
   if (pipe2(p, O_CLOEXEC) != 0)
     return -1;
+  if (!limits.empty()) {
+    std::vector<char*> args;
+    for (const std::string& a : argv)
+      args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    const pid_t pid = spawn_limited(args, limits, p[1]);
+    close(p[1]);
+    if (pid < 0) {
+      close(p[0]);
+      return -1;
+    }
+    *out = p[0];
+    return pid;
+  }
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
@@ -114,10 +150,11 @@ temp_dir::~temp_dir() {
     std::filesystem::remove_all(dir_, ec);
 }
 
-server_process::server_process(const std::string& program, const std::vector<std::string>& args) {
+server_process::server_process(const std::string& program, const std::vector<std::string>& args,
+                               const std::vector<resource_limit>& limits) {
   std::vector<std::string> argv{program};
   argv.insert(argv.end(), args.begin(), args.end());
-  pid_ = spawn(argv, false, &out_);
+  pid_ = spawn(argv, false, &out_, limits);
 }
 
 server_process::~server_process() {
@@ -192,6 +229,39 @@ run_result run(const std::vector<std::string>& argv, int timeout_ms) {
   }
   res.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return res;
+}
+
+process_figures figures_of(pid_t pid) {
+  process_figures f;
+  const std::string dir = "/proc/" + std::to_string(pid);
+  std::ifstream status(dir + "/status");
+  std::string key;
+  while (status >> key) {
+    if (key == "VmSize:")
+      status >> f.vsz_kib;
+    else if (key == "VmRSS:")
+      status >> f.rss_kib;
+    else if (key == "VmHWM:")
+      status >> f.hwm_kib;
+    else if (key == "Threads:")
+      status >> f.threads;
+    status.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  std::ifstream stat(dir + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  // Fields after the command (which may hold spaces): state is field 3,
+  // utime 14 and stime 15.
+  std::istringstream rest(line.substr(line.rfind(')') + 2));
+  std::vector<std::string> fields{"", "", ""};
+  for (std::string v; rest >> v;)
+    fields.push_back(v);
+  if (fields.size() > 15)
+    f.cpu_seconds = (std::stod(fields[14]) + std::stod(fields[15])) / static_cast<double>(sysconf(_SC_CLK_TCK));
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir + "/fd", ec))
+    f.open_fds.push_back(std::atoi(e.path().filename().c_str()));
+  return f;
 }
 
 std::string which(const std::string& program) {

@@ -11,8 +11,10 @@
 //   EXPECT_EQ(r.status, 0) << r.output;
 #pragma once
 
+#include <sys/resource.h>
 #include <sys/types.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -32,14 +34,34 @@ class temp_dir {
   std::string dir_;
 };
 
-// The iov-nbd program, run with `args`; its stdout and stderr are collected.
+// A resource limit (setrlimit) the program starts under: {RLIMIT_NOFILE, 64}.
+struct resource_limit {
+  int resource;
+  rlim_t value;
+};
+
+// What /proc says of a running process.
+struct process_figures {
+  uint64_t vsz_kib = 0;    // VmSize: the address space in use
+  uint64_t rss_kib = 0;    // VmRSS: resident now
+  uint64_t hwm_kib = 0;    // VmHWM: the most resident so far
+  unsigned threads = 0;
+  double cpu_seconds = 0;  // user + system, all threads
+  std::vector<int> open_fds;  // the descriptors' numbers
+};
+process_figures figures_of(pid_t pid);
+
+// The iov-nbd program, run with `args` (and `limits`, set in the child
+// before it starts); its stdout and stderr are collected.
 class server_process {
  public:
-  server_process(const std::string& program, const std::vector<std::string>& args);
+  server_process(const std::string& program, const std::vector<std::string>& args,
+                 const std::vector<resource_limit>& limits = {});
   ~server_process();  // SIGKILLs it if still running
   server_process(const server_process&) = delete;
   server_process& operator=(const server_process&) = delete;
   bool started() const { return pid_ > 0; }
+  process_figures figures() const { return figures_of(pid_); }
   // Waits for "listening on ADDRESS"; false if it exits or times out first.
   bool wait_listening(int timeout_ms = 60000);
   const std::string& address() const { return address_; }

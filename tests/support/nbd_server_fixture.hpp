@@ -1,8 +1,9 @@
 // nbd_server_fixture.hpp: iov-nbd's server (src/tools/nbd) run in the test's
 // own process, on a memory-backed brd or null_blk behind a Unix socket, so
-// that the sanitizers see the server's threads; and what the NBD tests check
-// it against: data with no zero sector, and a per-page model of what
-// base:allocation should report. Header-only because the server and the
+// that the sanitizers see the server's threads, or the program started; and
+// what the NBD tests check it against: data with no zero sector, a
+// well-behaved client's round, and a per-page model of what base:allocation
+// should report. Header-only because the server and the
 // drivers are linked into the test programs, not into the support library.
 // The NBD tests sit inside namespace iov_test::nbd: these names need no
 // prefix there, and the protocol's constants still read nbd::REP_ACK.
@@ -15,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -36,6 +38,19 @@ namespace iov_test::nbd {
 
 inline constexpr uint64_t KiB = 1024, MiB = 1024 * KiB;
 
+// Polls pred every 10 ms until it holds (true) or timeout_ms pass (false):
+// a bounded wait for what another thread does, never a timing assertion.
+template <class Pred>
+bool eventually(Pred pred, int timeout_ms = 20000) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() >= deadline)
+      return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
 // Random bytes in which no 512-byte sector is all zero, so that every
 // written sector reads back as data in the extent map.
 inline bytes random_data(size_t n, std::mt19937_64& rng) {
@@ -45,6 +60,47 @@ inline bytes random_data(size_t n, std::mt19937_64& rng) {
   for (size_t s = 0; s < n; s += 512)
     b[s] |= 1;
   return b;
+}
+
+// The iov-nbd program of this tree, for the tests of the program (the build
+// gives each test IOV_NBD_PATH), or nullptr.
+#ifdef IOV_NBD_PATH
+inline constexpr const char* kProgram = IOV_NBD_PATH;
+#else
+inline constexpr const char* kProgram = nullptr;
+#endif
+
+#define REQUIRE_PROGRAM()                                    \
+  do {                                                       \
+    if (!::iov_test::nbd::kProgram)                          \
+      GTEST_SKIP() << "iov-nbd is not built in this tree";   \
+  } while (0)
+#define REQUIRE_TOOL(name)                                   \
+  do {                                                       \
+    if (::iov_test::nbd::which(name).empty())                \
+      GTEST_SKIP() << name << " is not installed";           \
+  } while (0)
+
+// The program on a Unix socket in dir (unless args name one), under
+// `limits`, ready.
+inline std::unique_ptr<server_process> start(const temp_dir& dir, std::vector<std::string> args,
+                                             const std::vector<resource_limit>& limits = {},
+                                             bool add_socket = true) {
+  if (add_socket)
+    args.push_back("--socket=" + dir.path("sock"));
+  auto p = std::make_unique<server_process>(kProgram, args, limits);
+  EXPECT_TRUE(p->wait_listening()) << "iov-nbd did not start: " << p->output();
+  return p;
+}
+
+// A well-behaved client's round: writes 64 KiB at `offset` and reads it back.
+inline void expect_served(client& c, uint64_t offset, std::mt19937_64& rng) {
+  bytes d = random_data(64 * KiB, rng);
+  auto w = c.write(offset, d);
+  ASSERT_TRUE(w.ok && w.error == 0) << "the good client's WRITE: " << w.problem;
+  auto r = c.read(offset, 64 * KiB);
+  ASSERT_TRUE(r.ok && r.error == 0) << "the good client's READ: " << r.problem;
+  EXPECT_TRUE(r.data == d);
 }
 
 // A device configuration of a parameterized test; `name` ends the test's name.
@@ -59,25 +115,27 @@ inline std::string driver_config_name(const testing::TestParamInfo<driver_config
 // The server on a Unix socket, run() on its own thread, exporting "iov".
 class local_server {
  public:
-  // null_blk is made memory-backed whatever the drivers' default, since
-  // every test reads back what it wrote.
+  // null_blk is made memory-backed unless the settings say otherwise, since
+  // nearly every test reads back what it wrote.
   explicit local_server(const std::string& driver = "brd", iov::blkdev_settings settings = {},
-                        uint64_t size = 4 * MiB) {
+                        uint64_t size = 4 * MiB, const iov::nbd::server_limits& limits = {}) {
     settings.emplace_back("size", std::to_string(size));
-    if (driver == "null_blk")
+    const bool named = std::any_of(settings.begin(), settings.end(),
+                                   [](const auto& kv) { return kv.first == "memory_backed"; });
+    if (driver == "null_blk" && !named)
       settings.emplace_back("memory_backed", "1");
     auto dev = iov::blkdev_create(driver, settings);
     EXPECT_TRUE(dev.ok()) << dev.status();
     dev_ = std::move(*dev);
     socket_ = dir_.path("sock");
     server_ = std::make_unique<iov::nbd::server>(
-        *dev_, iov::nbd::server_options{.socket_path = socket_, .exp = {.name = "iov"}});
+        *dev_, iov::nbd::server_options{.socket_path = socket_, .exp = {.name = "iov"}, .limits = limits});
     absl::Status st = server_->listen();
     EXPECT_TRUE(st.ok()) << st;
     thread_ = std::thread([this] { server_->run(); });
   }
-  explicit local_server(const driver_config& c, uint64_t size = 4 * MiB)
-      : local_server(c.driver, c.settings, size) {}
+  explicit local_server(const driver_config& c, uint64_t size = 4 * MiB, const iov::nbd::server_limits& limits = {})
+      : local_server(c.driver, c.settings, size, limits) {}
   ~local_server() { stop(); }
   local_server(const local_server&) = delete;
   local_server& operator=(const local_server&) = delete;
@@ -97,6 +155,8 @@ class local_server {
 
   const std::string& socket() const { return socket_; }
   uint64_t size() const { return dev_->get_capacity() << iov::SECTOR_SHIFT; }
+  iov::nbd::server_stats stats() const { return server_->stats(); }
+  iov::blkdev& device() { return *dev_; }
 
   std::unique_ptr<client> connect() {
     auto c = client::connect_unix(socket_);
@@ -145,11 +205,12 @@ struct alloc_model {
       unit[u] = s;
   }
   void write(uint64_t off, uint64_t len) { set(off, len, data); }
-  // brd frees whole pages unless NO_HOLE, which clears only the pages it has;
-  // null_blk has no native zeroing, so the server writes zeros: stored zeros.
+  // Without NO_HOLE both drivers leave a hole (brd frees whole pages,
+  // null_blk unstores the blocks); with it brd clears only the pages it has,
+  // while null_blk stores zeros everywhere.
   void write_zeroes(uint64_t off, uint64_t len, bool no_hole) {
     for (uint64_t u = off / (4 * KiB); u < (off + len) / (4 * KiB); u++)
-      unit[u] = !brd ? zero : !no_hole ? hole : unit[u] == hole ? hole : zero;
+      unit[u] = !no_hole ? hole : !brd ? zero : unit[u] == hole ? hole : zero;
   }
   void trim(uint64_t off, uint64_t len) { set(off, len, hole); }
   std::vector<extent> extents(uint64_t off, uint64_t len) const {

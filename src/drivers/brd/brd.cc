@@ -289,14 +289,13 @@ int brd_device::do_map_extents(sector_t sector, sector_t nr_sectors, std::vector
   return 0;
 }
 
+// Inside the lease's read-side section (blkdev::lend_pages opens it).
 int brd_device::do_lend_pages(sector_t sector, sector_t nr_sectors, std::vector<::iovec>* out, const char**) {
-  alignas(PAGE_SIZE) static const unsigned char zero_page[PAGE_SIZE] = {};
-  (void)IOV_BUG_ON(!rcu_read_lock_held(), "lend_pages: the caller must hold an rcu_read_guard");
   impl::for_each_piece(sector << SECTOR_SHIFT, nr_sectors << SECTOR_SHIFT, [&](const impl::piece& p) {
-    auto* pg = static_cast<page*>(xa_load(&brd_pages_, p.idx));
-    void* base = pg ? static_cast<void*>(static_cast<char*>(kmap_local_page(pg)) + p.offset)
-                    : const_cast<unsigned char*>(zero_page);
-    out->push_back({base, p.len});
+    if (auto* pg = static_cast<page*>(xa_load(&brd_pages_, p.idx)))
+      out->push_back({static_cast<char*>(kmap_local_page(pg)) + p.offset, p.len});
+    else
+      internal::lend_zeroes(p.len, out);
     return true;
   });
   return 0;

@@ -3,10 +3,12 @@
 // device does not store.
 #include "iov_drivers/blkdev.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 #include "iov/crc32c.hpp"
+#include "iov/rcu.hpp"
 #include "iov_drivers/internal/services.hpp"
 
 namespace iov {
@@ -116,12 +118,41 @@ void crc_builder::flush() {
 
 }  // namespace internal
 
-int blkdev::lend_pages(sector_t sector, sector_t nr_sectors, std::vector<::iovec>* out, const char** why) {
+int blkdev::lend_pages(sector_t sector, sector_t nr_sectors, blk_lease* lease, const char** why) {
   const char* ignored;
   const char** w = why ? why : &ignored;
   if (int err = internal::blk_check_sectors(sector, nr_sectors, capacity_, limits_.logical_block_size, w))
     return err;
-  return do_lend_pages(sector, nr_sectors, out, w);
+  lease->hold();
+  return do_lend_pages(sector, nr_sectors, &lease->pieces_, w);
 }
+
+void blk_lease::hold() {
+  if (!held_) rcu_read_lock();
+  held_ = true;
+}
+
+void blk_lease::release() {
+  pieces_.clear();
+  if (held_) rcu_read_unlock();
+  held_ = false;
+}
+
+namespace internal {
+
+page* zero_page() {
+  static const page zeros{};
+  return const_cast<page*>(&zeros);  // read only: a source of zeros, never written
+}
+
+void lend_zeroes(uint64_t bytes, std::vector<::iovec>* out) {
+  while (bytes) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(bytes, PAGE_SIZE));
+    out->push_back({page_address(zero_page()), n});
+    bytes -= n;
+  }
+}
+
+}  // namespace internal
 
 }  // namespace iov

@@ -157,6 +157,37 @@ struct blk_zone {
   bool operator==(const blk_zone&) const = default;
 };
 
+// What lend_pages() lent: the pieces, in order, valid while the lease holds.
+// A lease holds an RCU read-side section from its first loan until release()
+// or its end, so that pages freed meanwhile (a discard, an unmap) outlive the
+// pieces. Like any read-side section it belongs to the thread that took it
+// and must never be held across a wait (a slow client): send what the socket
+// takes, release, and lend again later. Several loans may share one lease.
+//
+//   iov::blk_lease lease;
+//   if (dev.lend_pages(sector, nr, &lease) == 0)
+//     writev(fd, lease.pieces().data(), static_cast<int>(lease.pieces().size()));
+//   lease.release();   // the pages may go; the pieces are forgotten
+class blk_lease {
+ public:
+  blk_lease() = default;
+  ~blk_lease() { release(); }
+  blk_lease(const blk_lease&) = delete;
+  blk_lease& operator=(const blk_lease&) = delete;
+
+  const std::vector<::iovec>& pieces() const { return pieces_; }
+  bool held() const { return held_; }
+  // Ends the read-side section and forgets the pieces (keeping their storage
+  // for the next loan).
+  void release();
+
+ private:
+  friend class blkdev;
+  void hold();
+  bool held_ = false;
+  std::vector<::iovec> pieces_;
+};
+
 class blkdev {
  public:
   virtual ~blkdev() = default;
@@ -179,13 +210,12 @@ class blkdev {
   int map_extents(sector_t sector, sector_t nr_sectors, std::vector<blk_extent>* out,
                   const char** why = nullptr);
   // Lends the bytes a READ of the range would return, without copying them:
-  // appends to *out one iovec per piece of a stored page, and pieces of one
-  // shared zero page for what is not stored (what a server hands to writev).
-  // The caller holds an rcu_read_guard from before the call until it is done
-  // with the pieces, so pages freed meanwhile outlive it; a concurrent write
-  // may show through, as in a READ racing it. -EOPNOTSUPP where the device
-  // cannot lend (the caller then READs into a buffer of its own).
-  int lend_pages(sector_t sector, sector_t nr_sectors, std::vector<::iovec>* out, const char** why = nullptr);
+  // appends to the lease one iovec per piece of a stored page, and pieces of
+  // one shared zero page for what is not stored (what a server hands to
+  // writev). The lease keeps the pages alive (see blk_lease); a concurrent
+  // write may show through, as in a READ racing it. -EOPNOTSUPP where the
+  // device cannot lend (the caller then READs into a buffer of its own).
+  int lend_pages(sector_t sector, sector_t nr_sectors, blk_lease* lease, const char** why = nullptr);
   // Appends up to nr_zones zones from the one holding `sector` on; returns how
   // many, or -EOPNOTSUPP on a device that is not zoned.
   virtual int report_zones(sector_t sector, unsigned nr_zones, std::vector<blk_zone>* out);

@@ -15,6 +15,9 @@
 // the data tree (only their set blocks); REQ_FUA writes the data tree directly
 // (with fua=0 it is a write and a flush, as the block layer turns it), FLUSH
 // empties the cache. DISCARD (discard=1, not zoned) clears blocks in both.
+// WRITE_ZEROES (not zoned; the kernel's null_blk has none) unstores the
+// blocks as DISCARD does, or with REQ_NOUNMAP writes zeros that stay stored.
+// Without memory backing, lend_pages lends zeros (a READ moves no data).
 //
 // Zoned (zone_size MiB, a power of two; zone_nr_conv conventional zones
 // first): writes to a sequential zone must start at its write pointer, zone
@@ -81,6 +84,7 @@ class nullb_device final : public blkdev {
   int do_crc32c(sector_t sector, sector_t nr_sectors, uint32_t* crc, const char** why) override;
   int do_map_extents(sector_t sector, sector_t nr_sectors, std::vector<blk_extent>* out,
                      const char** why) override;
+  int do_lend_pages(sector_t sector, sector_t nr_sectors, std::vector<::iovec>* out, const char** why) override;
 
  private:
   nullb_device(std::unique_ptr<internal::nullb> nullb, sector_t capacity, const queue_limits& limits);

@@ -36,6 +36,8 @@ queue_limits null_limits(const nullb* nb) {
   if (nb->dev.zoned) {
     lim.features |= BLK_FEAT_ZONED;
     lim.chunk_sectors = nb->zone_size_sects;
+  } else {
+    lim.max_write_zeroes_sectors = UINT_MAX >> SECTOR_SHIFT;
   }
   return lim;
 }
@@ -122,6 +124,17 @@ int nullb_device::do_crc32c(sector_t sector, sector_t nr_sectors, uint32_t* crc,
     kunmap_local(kaddr);
   });
   *crc = b.finish();
+  return 0;
+}
+
+// Without memory backing a READ transfers nothing: lend zeros, so that a
+// server never sends what its own buffer held before.
+int nullb_device::do_lend_pages(sector_t, sector_t nr_sectors, std::vector<::iovec>* out, const char** why) {
+  if (nullb_->dev.memory_backed) {
+    *why = "null_blk: its pages are not lent (they are freed without a grace period)";
+    return -EOPNOTSUPP;
+  }
+  lend_zeroes(nr_sectors << SECTOR_SHIFT, out);
   return 0;
 }
 

@@ -5,10 +5,12 @@
 //
 //   nullb_device::submit(rq) -> null_process_zoned_cmd (zoned) -> null_process_cmd
 //                            -> null_process_cmd -> null_read<C> / null_write<C>
+//                                                   null_handle_discard / null_handle_write_zeroes
 #include <algorithm>
 #include <cerrno>
 
 #include "iov/position.hpp"
+#include "iov/segments.hpp"
 #include "iov_drivers/internal/null_blk.hpp"
 #include "iov_drivers/internal/services.hpp"
 #include "iov_drivers/internal/transfer.hpp"
@@ -103,6 +105,28 @@ int null_write(nullb* nb, iov_iter* it, uint64_t pos, uint64_t n, bool is_fua, c
   return copy_to_nullb<C>(nb, lk, it, pos, n, is_fua, why);
 }
 
+// REQ_OP_WRITE_ZEROES, which the kernel's null_blk lacks: without
+// REQ_NOUNMAP the blocks are unstored, as a discard does (they read as
+// zeros and cost nothing); with it the blocks stay stored: zeros are written
+// through the write path (cache, FUA and max_pages as for a WRITE), from one
+// shared zero page.
+int null_handle_write_zeroes(nullb* nb, blk_request& rq, sector_t sector, sector_t nr_sectors) {
+  if (!(rq.flags & REQ_NOUNMAP)) return null_handle_discard(nb, sector, nr_sectors);
+  constexpr unsigned kBatch = 64;  // pages of zeros per write
+  bio_vec bv[kBatch];
+  for (bio_vec& b : bv) bvec_set_page(&b, zero_page(), PAGE_SIZE, 0);
+  while (nr_sectors) {
+    const sector_t n = std::min<sector_t>(nr_sectors, kBatch * PAGE_SECTORS);
+    iov_iter it;
+    iov_iter_bvec(&it, ITER_SOURCE, bv, kBatch, n << SECTOR_SHIFT);
+    blk_request w{.op = REQ_OP_WRITE, .flags = rq.flags & REQ_FUA, .sector = sector, .iter = &it};
+    if (int err = null_process_cmd(nb, w, REQ_OP_WRITE, sector, n)) return blk_fail(rq, err, w.error);
+    sector += n;
+    nr_sectors -= n;
+  }
+  return 0;
+}
+
 }  // namespace
 
 bool null_req_is_fua(const nullb* nb, const blk_request& rq) {
@@ -115,6 +139,7 @@ int null_process_cmd(nullb* nb, blk_request& rq, req_op op, sector_t sector, sec
     return 0;
   }
   if (op == REQ_OP_DISCARD) return null_handle_discard(nb, sector, nr_sectors);
+  if (op == REQ_OP_WRITE_ZEROES) return null_handle_write_zeroes(nb, rq, sector, nr_sectors);
 
   // What the block layer makes of FUA and PREFLUSH for a device with a write
   // cache: FUA is passed down when the device supports it, else it becomes a
@@ -169,6 +194,15 @@ int nullb_device::submit(blk_request& rq) {
       if (int err = blk_check_sectors(rq.sector, rq.nr_sectors, get_capacity(), nb->dev.blocksize, &why))
         return blk_fail(rq, err, why);
       nr_sectors = rq.nr_sectors;
+      break;
+    case REQ_OP_WRITE_ZEROES:
+      if (nb->dev.zoned) return blk_fail(rq, -EOPNOTSUPP, "null_blk: write zeroes on a zoned device");
+      if (int err = blk_check_sectors(rq.sector, rq.nr_sectors, get_capacity(), nb->dev.blocksize, &why))
+        return blk_fail(rq, err, why);
+      nr_sectors = rq.nr_sectors;
+      if (nb->dev.memory_backed && (rq.flags & REQ_NOUNMAP))
+        if (int err = null_check_space(nb, rq.sector, nr_sectors << SECTOR_SHIFT, null_req_is_fua(nb, rq), &why))
+          return blk_fail(rq, err, why);
       break;
     case REQ_OP_ZONE_OPEN:
     case REQ_OP_ZONE_CLOSE:

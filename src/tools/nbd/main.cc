@@ -1,7 +1,10 @@
 // iov-nbd: serves a brd or null_blk device over NBD (options pinned in the
 // API contract): --driver, --size, the driver's settings as for iov-fio,
-// --socket=PATH (-U) or --port=N (-p; 10809 by default), --read-only (-r).
-// Prints "listening on ADDRESS" when ready and runs until SIGINT/SIGTERM.
+// --socket=PATH (-U) or --port=N (-p; 10809 by default), --read-only (-r),
+// and the server's limits: --max-connections, --handshake-timeout,
+// --idle-timeout, --request-timeout, --payload-memory, --threads. Prints
+// "listening on ADDRESS" when ready and runs until SIGINT, SIGTERM, SIGHUP
+// or SIGQUIT (SIGUSR1 and SIGUSR2 are ignored), removing its socket.
 #include <signal.h>
 
 #include <cstdio>
@@ -26,10 +29,21 @@ int usage(const std::string& msg) {
     std::fprintf(stderr, "iov-nbd: %s\n", msg.c_str());
   std::fprintf(stderr,
                "usage: iov-nbd [--driver=brd|null_blk] [--size=64m] [driver settings]\n"
-               "               [--socket=PATH | -U PATH | --port=N | -p N] [--read-only | -r]\n"
+               "               [--socket=PATH | -U PATH | --port=N | -p N] [--read-only | -r] [limits]\n"
                "  driver settings: --blocksize=512 --memory_backed=0|1 --cache_size=MB --zoned --zone_size=MB\n"
-               "                   --zone_nr_conv=N --detect_zeroes=off|on|unmap\n");
+               "                   --zone_nr_conv=N --detect_zeroes=off|on|unmap\n"
+               "  limits: --max-connections=256 --handshake-timeout=10 --idle-timeout=0 --request-timeout=30\n"
+               "          (seconds; 0: none) --payload-memory=64m --threads=N (default: one per CPU, at most 8)\n"
+               "  The disk lives in this process's memory: its contents are gone when the server exits.\n");
   return 2;
+}
+
+bool parse_count(const std::string& value, unsigned min, unsigned* out) {
+  uint32_t v;
+  if (!absl::SimpleAtoi(value, &v) || v < min)
+    return false;
+  *out = v;
+  return true;
 }
 
 }  // namespace
@@ -37,6 +51,7 @@ int usage(const std::string& msg) {
 int main(int argc, char** argv) {
   std::string driver = "brd", size = "64m";
   iov::nbd::server_options opts;
+  iov::nbd::server_limits& lim = opts.limits;
   iov::blkdev_settings settings;
   for (int a = 1; a < argc; a++) {
     std::string arg = argv[a];
@@ -48,7 +63,7 @@ int main(int argc, char** argv) {
     };
     std::string value;
     if (arg == "-U") {
-      if (!next(&opts.socket_path))
+      if (!next(&opts.socket_path) || opts.socket_path.empty())
         return usage("-U needs a path");
       continue;
     }
@@ -75,6 +90,8 @@ int main(int argc, char** argv) {
     } else if (name == "size") {
       size = value;
     } else if (name == "socket") {
+      if (value.empty())  // an unset variable: never fall back to TCP, which any local user can reach
+        return usage("--socket needs a path");
       opts.socket_path = value;
     } else if (name == "port") {
       uint32_t port;
@@ -83,6 +100,25 @@ int main(int argc, char** argv) {
       opts.port = static_cast<uint16_t>(port);
     } else if (name == "read-only") {
       opts.exp.read_only = true;
+    } else if (name == "max-connections") {
+      if (!parse_count(value, 1, &lim.max_connections))
+        return usage("--max-connections needs a number of at least 1");
+    } else if (name == "handshake-timeout" || name == "idle-timeout" || name == "request-timeout") {
+      unsigned* field = name == "handshake-timeout" ? &lim.handshake_timeout
+                        : name == "idle-timeout"    ? &lim.idle_timeout
+                                                    : &lim.request_timeout;
+      if (!parse_count(value, 0, field) || *field > 86400 * 365)
+        return usage("--" + name + " needs a number of seconds (0: none)");
+    } else if (name == "payload-memory") {
+      auto bytes = iov::tools::parse_size(value);
+      if (!bytes.ok())
+        return usage("--payload-memory: " + std::string(bytes.status().message()));
+      if (*bytes < iov::nbd::kInlinePayload)
+        return usage("--payload-memory must be at least 64k");
+      lim.payload_memory = *bytes;
+    } else if (name == "threads") {
+      if (!parse_count(value, 1, &lim.threads) || lim.threads > 1024)
+        return usage("--threads needs a number from 1 to 1024");
     } else if (iov::tools::is_driver_setting(name)) {
       settings.emplace_back(name, opt->second ? value : "1");
     } else {
@@ -92,6 +128,8 @@ int main(int argc, char** argv) {
   auto bytes = iov::tools::parse_size(size);
   if (!bytes.ok())
     return usage("--size: " + std::string(bytes.status().message()));
+  if (*bytes >> 63)
+    return usage("--size: NBD cannot carry a size of 2^63 bytes or more");
   settings.emplace_back("size", std::to_string(*bytes));
   auto dev = iov::blkdev_create(driver, settings);
   if (!dev.ok())
@@ -99,17 +137,19 @@ int main(int argc, char** argv) {
   opts.exp.name = "";
   opts.exp.description = "iov " + driver;
 
+  // Before the socket exists: a signal from now on ends the server cleanly.
   iov::nbd::server server(**dev, opts);
+  g_server = &server;
+  struct sigaction sa{};
+  sa.sa_handler = on_signal;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT})
+    sigaction(sig, &sa, nullptr);
+  for (int sig : {SIGUSR1, SIGUSR2, SIGPIPE})
+    signal(sig, SIG_IGN);
   if (absl::Status st = server.listen(); !st.ok()) {
     std::fprintf(stderr, "iov-nbd: %s\n", std::string(st.message()).c_str());
     return 1;
   }
-  g_server = &server;
-  struct sigaction sa{};
-  sa.sa_handler = on_signal;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  signal(SIGPIPE, SIG_IGN);
   std::printf("listening on %s\n", server.address().c_str());
   std::fflush(stdout);
   server.run();

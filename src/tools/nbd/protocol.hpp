@@ -1,13 +1,18 @@
 // protocol.hpp: the Network Block Device protocol's wire constants and
-// messages (NBD's doc/proto.md, names as in its nbd.h), and big-endian
-// encoding. Only the newstyle fixed handshake is spoken.
+// messages (NBD's doc/proto.md, names as in its nbd.h): each message the
+// server reads is decoded here and each one it writes encoded here, in
+// big-endian byte order. Only the newstyle fixed handshake is spoken.
 //
 //   nbd::request rq;
-//   if (!nbd::decode_request(bytes, &rq)) close();   // bad magic
+//   if (!nbd::decode_request(bytes, &rq)) close();      // bad magic
+//   unsigned char head[nbd::kStructuredReplySize];
+//   nbd::encode_structured_reply(head, {.flags = nbd::NBD_REPLY_FLAG_DONE, .type = nbd::NBD_REPLY_TYPE_NONE,
+//                                       .cookie = rq.cookie, .length = 0});
 #pragma once
 
 #include <endian.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -58,10 +63,9 @@ inline constexpr uint32_t NBD_STATE_HOLE = 1u << 0, NBD_STATE_ZERO = 1u << 1;
 inline constexpr uint32_t NBD_EPERM = 1, NBD_EIO = 5, NBD_ENOMEM = 12, NBD_EINVAL = 22, NBD_ENOSPC = 28,
                           NBD_EOVERFLOW = 75, NBD_ENOTSUP = 95, NBD_ESHUTDOWN = 108;
 
-// Limits of this server: option payloads and request payloads it accepts.
+// What this server accepts of option payloads; the id of base:allocation.
 inline constexpr uint32_t kMaxOptionLength = 64 * 1024;
-inline constexpr uint32_t kMaxPayload = 32u << 20;
-inline constexpr uint32_t kMetaContextAllocation = 1;  // the id of base:allocation
+inline constexpr uint32_t kMetaContextAllocation = 1;
 
 // Big-endian encoding into and out of byte buffers.
 inline void put16(unsigned char* p, uint16_t v) { v = htobe16(v); std::memcpy(p, &v, 2); }
@@ -70,6 +74,55 @@ inline void put64(unsigned char* p, uint64_t v) { v = htobe64(v); std::memcpy(p,
 inline uint16_t get16(const unsigned char* p) { uint16_t v; std::memcpy(&v, p, 2); return be16toh(v); }
 inline uint32_t get32(const unsigned char* p) { uint32_t v; std::memcpy(&v, p, 4); return be32toh(v); }
 inline uint64_t get64(const unsigned char* p) { uint64_t v; std::memcpy(&v, p, 8); return be64toh(v); }
+
+// --- Handshake ----------------------------------------------------------------
+
+// The server's first 18 bytes: NBDMAGIC, IHAVEOPT, the handshake flags.
+inline constexpr size_t kGreetingSize = 18;
+inline void encode_greeting(unsigned char (&b)[kGreetingSize], uint16_t flags) {
+  put64(b, NBDMAGIC);
+  put64(b + 8, IHAVEOPT);
+  put16(b + 16, flags);
+}
+
+// An option's header from the client: IHAVEOPT, the option, its data's length.
+struct option_header {
+  uint32_t option;
+  uint32_t length;
+};
+inline constexpr size_t kOptionHeaderSize = 16;
+// False on a bad magic (the connection is then lost).
+inline bool decode_option_header(const unsigned char* b, option_header* h) {
+  if (get64(b) != IHAVEOPT)
+    return false;
+  h->option = get32(b + 8);
+  h->length = get32(b + 12);
+  return true;
+}
+
+// A reply to an option; `length` bytes of data follow.
+struct option_reply {
+  uint32_t option;
+  uint32_t type;
+  uint32_t length;
+};
+inline constexpr size_t kOptionReplySize = 20;
+inline void encode_option_reply(unsigned char* b, const option_reply& r) {
+  put64(b, NBD_REP_MAGIC);
+  put32(b + 8, r.option);
+  put32(b + 12, r.type);
+  put32(b + 16, r.length);
+}
+
+// NBD_OPT_EXPORT_NAME's reply: the size, the transmission flags, and 124
+// zero bytes unless the client sent NBD_FLAG_C_NO_ZEROES.
+inline constexpr size_t kExportNameReplySize = 10, kExportNameZeroes = 124;
+inline void encode_export_name_reply(unsigned char (&b)[kExportNameReplySize], uint64_t size, uint16_t flags) {
+  put64(b, size);
+  put16(b + 8, flags);
+}
+
+// --- Transmission -------------------------------------------------------------
 
 struct request {
   uint16_t flags;
@@ -81,7 +134,7 @@ struct request {
 inline constexpr size_t kRequestSize = 28;
 
 // Decodes a request header; false on a bad magic (the connection is then lost).
-inline bool decode_request(const unsigned char (&b)[kRequestSize], request* rq) {
+inline bool decode_request(const unsigned char* b, request* rq) {
   if (get32(b) != NBD_REQUEST_MAGIC)
     return false;
   rq->flags = get16(b + 4);
@@ -90,6 +143,46 @@ inline bool decode_request(const unsigned char (&b)[kRequestSize], request* rq) 
   rq->offset = get64(b + 16);
   rq->length = get32(b + 24);
   return true;
+}
+
+// A simple reply: the error (0 for success) and the cookie; a successful
+// READ's data follows.
+inline constexpr size_t kSimpleReplySize = 16;
+inline void encode_simple_reply(unsigned char* b, uint32_t error, uint64_t cookie) {
+  put32(b, NBD_SIMPLE_REPLY_MAGIC);
+  put32(b + 4, error);
+  put64(b + 8, cookie);
+}
+
+// A structured reply chunk's header; `length` bytes of payload follow.
+struct structured_reply {
+  uint16_t flags;
+  uint16_t type;
+  uint64_t cookie;
+  uint32_t length;
+};
+inline constexpr size_t kStructuredReplySize = 20;
+inline void encode_structured_reply(unsigned char* b, const structured_reply& r) {
+  put32(b, NBD_STRUCTURED_REPLY_MAGIC);
+  put16(b + 4, r.flags);
+  put16(b + 6, r.type);
+  put64(b + 8, r.cookie);
+  put32(b + 16, r.length);
+}
+
+// The payload's start of an OFFSET_DATA chunk (the data follows) and of an
+// ERROR chunk (the message follows); BLOCK_STATUS's context id and one
+// descriptor.
+inline constexpr size_t kOffsetDataSize = 8, kErrorSize = 6, kBlockStatusSize = 4, kExtentSize = 8;
+inline constexpr size_t kMaxErrorMessage = 4096;  // the protocol's limit on a message
+inline void encode_offset_data(unsigned char* b, uint64_t offset) { put64(b, offset); }
+inline void encode_error(unsigned char* b, uint32_t error, uint16_t message_length) {
+  put32(b, error);
+  put16(b + 4, message_length);
+}
+inline void encode_extent(unsigned char* b, uint32_t length, uint32_t flags) {
+  put32(b, length);
+  put32(b + 4, flags);
 }
 
 }  // namespace iov::nbd

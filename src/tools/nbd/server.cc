@@ -1,126 +1,181 @@
-// server.cc: the listener and the connection threads (see server.hpp).
+// server.cc: the listener, the accept loop and the event loops (see server.hpp).
 #include "nbd/server.hpp"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <new>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "nbd/event_loop.hpp"
+#include "nbd/log.hpp"
 
 namespace iov::nbd {
 
-server::server(blkdev& dev, const server_options& opts) : dev_(dev), opts_(opts) {}
+namespace {
+
+constexpr int64_t kAcceptBackoffMs = 100;
+
+int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now().time_since_epoch()).count();
+}
+
+// Whether the device lends its pages (brd; null_blk without memory).
+bool lends(blkdev& dev) {
+  blk_lease probe;
+  return dev.lend_pages(0, 0, &probe) == 0;
+}
+
+}  // namespace
+
+server::server(blkdev& dev, const server_options& opts)
+    : dev_(dev),
+      opts_(opts),
+      budget_(opts.limits.payload_memory),
+      ctx_{dev, opts_.exp, opts_.limits, budget_, max_payload(opts_.limits), lends(dev)} {}
 
 server::~server() {
-  reap(true);
-  if (listen_fd_ >= 0)
-    close(listen_fd_);
-  if (!opts_.socket_path.empty() && listen_fd_ >= 0)
-    unlink(opts_.socket_path.c_str());
+  shut_down();
+  loops_.clear();
   for (int fd : wake_)
     if (fd >= 0)
       close(fd);
 }
 
 absl::Status server::listen() {
+  if (dev_.get_capacity() >> (63 - SECTOR_SHIFT))
+    return absl::InvalidArgumentError("the device is 2^63 bytes or larger: NBD cannot describe its size");
+  absl::Status st = opts_.socket_path.empty() ? listener_.open_tcp(opts_.port)
+                                              : listener_.open_unix(opts_.socket_path);
+  if (!st.ok())
+    return st;
+  return start();
+}
+
+absl::Status server::start() {
+  if (!loops_.empty())
+    return absl::OkStatus();
+  if (opts_.limits.max_connections == 0)
+    return absl::InvalidArgumentError("max_connections must be at least 1");
   if (pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0)
-    return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
-  if (!opts_.socket_path.empty()) {
-    sockaddr_un sa{};
-    sa.sun_family = AF_UNIX;
-    if (opts_.socket_path.size() >= sizeof sa.sun_path)
-      return absl::InvalidArgumentError(absl::StrCat("socket path too long: ", opts_.socket_path));
-    std::memcpy(sa.sun_path, opts_.socket_path.c_str(), opts_.socket_path.size() + 1);
-    listen_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    unlink(opts_.socket_path.c_str());
-    if (listen_fd_ < 0 || bind(listen_fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0)
-      return absl::UnavailableError(absl::StrCat("bind ", opts_.socket_path, ": ", std::strerror(errno)));
-  } else {
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons(opts_.port);
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    int one = 1;
-    setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (listen_fd_ < 0 || bind(listen_fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0)
-      return absl::UnavailableError(absl::StrCat("bind 127.0.0.1:", opts_.port, ": ", std::strerror(errno)));
-    socklen_t len = sizeof sa;
-    getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&sa), &len);
-    bound_port_ = ntohs(sa.sin_port);
+    return absl::ResourceExhaustedError(absl::StrCat("pipe: ", std::strerror(errno)));
+  const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
+  const unsigned n = opts_.limits.threads ? opts_.limits.threads : std::min(cpus, 8u);
+  for (unsigned k = 0; k < n; k++) {
+    auto loop = std::unique_ptr<event_loop>(new (std::nothrow) event_loop(ctx_, &open_));
+    if (!loop)
+      return absl::ResourceExhaustedError("out of memory for an event loop");
+    if (absl::Status st = loop->start(opts_.limits.max_connections); !st.ok())
+      return st;
+    loops_.push_back(std::move(loop));
   }
-  if (::listen(listen_fd_, 64) != 0)
-    return absl::UnavailableError(absl::StrCat("listen: ", std::strerror(errno)));
   return absl::OkStatus();
 }
 
-std::string server::address() const {
-  if (!opts_.socket_path.empty())
-    return absl::StrCat("unix:", opts_.socket_path);
-  return absl::StrCat("127.0.0.1:", bound_port_);
-}
-
 void server::stop() {
+  stopping_.store(true, std::memory_order_relaxed);
   char c = 1;
-  [[maybe_unused]] ssize_t n = write(wake_[1], &c, 1);
+  if (wake_[1] >= 0) {
+    [[maybe_unused]] ssize_t n = write(wake_[1], &c, 1);
+  }
 }
 
-// Joins finished connections; with all, shuts the others down first.
-void server::reap(bool all) {
-  std::lock_guard<std::mutex> guard(lock_);
-  for (auto it = clients_.begin(); it != clients_.end();) {
-    client& c = **it;
-    if (all && !c.done)
-      shutdown(c.fd, SHUT_RDWR);  // a blocked recv/send returns: the thread ends
-    if (all || c.done) {
-      c.thread.join();
-      close(c.fd);
-      it = clients_.erase(it);
-    } else {
-      ++it;
+bool server::adopt(int fd) {
+  const int flags = fcntl(fd, F_GETFL);
+  if (flags >= 0 && !(flags & O_NONBLOCK))
+    fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+  const unsigned max = opts_.limits.max_connections;
+  unsigned open = open_.load(std::memory_order_relaxed);
+  do {
+    if (open >= max || loops_.empty() || stopping_.load(std::memory_order_relaxed)) {
+      refused_.fetch_add(1, std::memory_order_relaxed);
+      ::shutdown(fd, SHUT_RDWR);  // the client sees the end at once
+      close(fd);
+      if (open >= max)
+        log_event(event::refused, "refused a connection: %u open (--max-connections=%u)", open, max);
+      return false;
+    }
+  } while (!open_.compare_exchange_weak(open, open + 1, std::memory_order_relaxed));
+  event_loop* least = loops_.front().get();
+  for (const auto& l : loops_)
+    if (l->load() < least->load())
+      least = l.get();
+  accepted_.fetch_add(1, std::memory_order_relaxed);
+  if (!least->adopt(fd)) {
+    accepted_.fetch_sub(1, std::memory_order_relaxed);
+    open_.fetch_sub(1, std::memory_order_relaxed);
+    refused_.fetch_add(1, std::memory_order_relaxed);
+    log_event(event::no_memory, "out of memory for a new connection: refused");
+    return false;
+  }
+  return true;
+}
+
+// Takes every client waiting in the listen queue. When descriptors or
+// memory run out, accepting pauses: the clients stay queued, and are taken
+// once some free up.
+void server::accept_all() {
+  for (;;) {
+    const int fd = listener_.accept_one();
+    if (fd >= 0) {
+      adopt(fd);
+      continue;
+    }
+    switch (-fd) {
+      case EAGAIN:
+        return;
+      case EINTR:
+      case ECONNABORTED:
+      case EPROTO:
+      case EPERM:
+        continue;  // this client's trouble, not the listener's
+      default:
+        log_event(event::accept_failed, "cannot accept a connection (%s): the waiting clients are taken when it "
+                  "passes", std::strerror(-fd));
+        backoff_until_ms_ = now_ms() + kAcceptBackoffMs;
+        return;
     }
   }
 }
 
 void server::run() {
-  for (;;) {
-    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
-    int n = poll(fds, 2, 1000);
-    if (n < 0 && errno != EINTR)
+  if (wake_[0] < 0)
+    return;
+  while (!stopping_.load(std::memory_order_relaxed)) {
+    const int64_t now = now_ms();
+    const bool paused = now < backoff_until_ms_;
+    pollfd fds[2] = {{wake_[0], POLLIN, 0}, {paused ? -1 : listener_.fd(), POLLIN, 0}};
+    const int n = poll(fds, 2, paused ? static_cast<int>(backoff_until_ms_ - now) : -1);
+    if (n < 0 && errno != EINTR) {
+      log_event(event::io_error, "poll: %s: the server stops", std::strerror(errno));
+      break;
+    }
+    if (fds[0].revents)
       break;
     if (fds[1].revents)
-      break;
-    reap(false);
-    if (n <= 0 || !(fds[0].revents & POLLIN))
-      continue;
-    int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0)
-      continue;
-    if (opts_.socket_path.empty()) {
-      int one = 1;
-      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    }
-    auto c = std::make_unique<client>();
-    c->fd = fd;
-    client* raw = c.get();
-    c->thread = std::thread([this, raw] {
-      connection conn(raw->fd, dev_, opts_.exp);
-      conn.serve();
-      shutdown(raw->fd, SHUT_RDWR);  // the client sees EOF now; run() closes the fd when it reaps
-      raw->done = true;
-    });
-    std::lock_guard<std::mutex> guard(lock_);
-    clients_.push_back(std::move(c));
+      accept_all();
   }
-  reap(true);
+  shut_down();
+}
+
+void server::shut_down() {
+  stopping_.store(true, std::memory_order_relaxed);
+  for (auto& l : loops_)
+    l->stop();
+  listener_.close();
+}
+
+server_stats server::stats() const {
+  return {open_.load(std::memory_order_relaxed),    accepted_.load(std::memory_order_relaxed),
+          refused_.load(std::memory_order_relaxed), budget_.in_use(),
+          budget_.peak(),                           budget_.waits()};
 }
 
 }  // namespace iov::nbd

@@ -1,55 +1,88 @@
-// server.hpp: accepts NBD clients on a Unix socket or TCP loopback port and
-// serves each on its own thread, until stop() (from a signal handler too).
+// server.hpp: an NBD server of one device: a listener (listener.hpp) on a
+// Unix socket or TCP loopback port, whose accepted sockets are served by a
+// few event loops (event_loop.hpp), within the limits of server_limits
+// (config.hpp): beyond max_connections a client is accepted and closed at
+// once; when descriptors run out, accepting pauses (100 ms at a time, never
+// spinning) and the clients waiting in the queue are taken once some free up.
 //
 //   iov::nbd::server s(device, {.socket_path = "/tmp/iov.sock"});
 //   if (absl::Status st = s.listen(); !st.ok()) return fail(st);
 //   printf("listening on %s\n", s.address().c_str());
-//   s.run();                   // returns after stop()
+//   s.run();                   // returns after stop(), every connection closed
 #pragma once
 
 #include <atomic>
-#include <list>
+#include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "iov_drivers/blkdev.hpp"
+#include "nbd/budget.hpp"
+#include "nbd/config.hpp"
 #include "nbd/connection.hpp"
+#include "nbd/listener.hpp"
 
 namespace iov::nbd {
 
+class event_loop;
+
 struct server_options {
   std::string socket_path;  // a Unix socket; else TCP
-  uint16_t port = 10809;    // on 127.0.0.1
+  uint16_t port = 10809;    // on 127.0.0.1; 0: any free port
   export_options exp;
+  server_limits limits;
+};
+
+// What a server has done, for tests and logs.
+struct server_stats {
+  unsigned connections;     // open now
+  uint64_t accepted;        // served, since the start
+  uint64_t refused;         // turned away (max_connections, no memory)
+  uint64_t payload_in_use;  // bytes of payload memory reserved now
+  uint64_t payload_peak;    // the most ever reserved at once (<= limits.payload_memory)
+  uint64_t payload_waits;   // reservations that had to wait
 };
 
 class server {
  public:
   server(blkdev& dev, const server_options& opts);
-  ~server();
+  ~server();  // as after stop(): every connection closed, the socket file removed
+  server(const server&) = delete;
+  server& operator=(const server&) = delete;
+
+  // Binds the listener (see listener.hpp for the socket path's rules) and
+  // starts the event loops. Refuses a device the protocol cannot describe
+  // (2^63 bytes or more).
   absl::Status listen();
-  std::string address() const;
+  // The event loops alone, to serve sockets given to adopt() (fuzzing).
+  absl::Status start();
+  std::string address() const { return listener_.address(); }
+  // Accepts until stop(), then closes every connection and the listener.
   void run();
-  // Async-signal-safe: wakes run(), which closes every connection and returns.
+  // Async-signal-safe: wakes run(), which ends.
   void stop();
+  // Serves a connected socket as an accepted one; false when refused (the
+  // connection limit, no memory), the socket then closed.
+  bool adopt(int fd);
+  server_stats stats() const;
 
  private:
-  struct client {
-    int fd;
-    std::thread thread;
-    std::atomic<bool> done{false};
-  };
-  void reap(bool all);
+  void accept_all();
+  void shut_down();
 
   blkdev& dev_;
-  server_options opts_;
-  int listen_fd_ = -1;
+  const server_options opts_;
+  payload_budget budget_;
+  const context ctx_;
+  listener listener_;
+  std::vector<std::unique_ptr<event_loop>> loops_;
   int wake_[2] = {-1, -1};
-  uint16_t bound_port_ = 0;
-  std::mutex lock_;
-  std::list<std::unique_ptr<client>> clients_;
+  std::atomic<unsigned> open_{0};
+  std::atomic<uint64_t> accepted_{0}, refused_{0};
+  std::atomic<bool> stopping_{false};
+  int64_t backoff_until_ms_ = 0;  // accepting paused until then (steady clock)
 };
 
 }  // namespace iov::nbd

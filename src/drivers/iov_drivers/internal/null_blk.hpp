@@ -91,7 +91,8 @@ int null_handle_discard(nullb* nb, sector_t sector, sector_t nr_sectors);
 int null_check_space(nullb* nb, sector_t sector, uint64_t bytes, bool is_fua, const char** why);
 void null_free_device_storage(nullb* nb, bool is_cache);
 
-// main.cc: null_process_cmd for READ and WRITE (rq.iter, at `sector`) and DISCARD.
+// main.cc: null_process_cmd for READ and WRITE (rq.iter, at `sector`),
+// DISCARD and WRITE_ZEROES.
 bool null_req_is_fua(const nullb* nb, const blk_request& rq);  // FUA that reaches the driver
 int null_process_cmd(nullb* nb, blk_request& rq, req_op op, sector_t sector, sector_t nr_sectors);
 

@@ -86,6 +86,12 @@ class extent_builder {
   size_t first_;
 };
 
+// One shared page of zeros that nothing writes (the kernel's ZERO_PAGE(0)).
+page* zero_page();
+// Appends pieces of zero_page() covering `bytes`: what a device lends for
+// what it does not store.
+void lend_zeroes(uint64_t bytes, std::vector<::iovec>* out);
+
 // crc32c(crc, n bytes of value c): zeros through crc32c_extend_zeroes, any
 // other byte by doubling with crc32c_combine. Never reads device memory.
 uint32_t crc32c_extend_fill(uint32_t crc, unsigned char c, uint64_t n);

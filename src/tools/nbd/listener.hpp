@@ -1,0 +1,50 @@
+// listener.hpp: a server's listening socket. A Unix socket at a path is
+// created only where nothing is, or where a socket no server answers on is
+// left over (a crashed server's); a path that is not a socket, or a socket a
+// live server answers on, is refused. At the end the socket file is removed
+// only if it is still the one this listener made (same device and inode).
+// TCP listens on 127.0.0.1. The backlog is the system's largest, so that a
+// burst of clients waits in the queue instead of being turned away.
+//
+//   listener l;
+//   if (absl::Status st = l.open_unix("/tmp/iov.sock"); !st.ok()) return st;
+//   int fd = l.accept_one();   // a non-blocking socket, or -EAGAIN, -EMFILE, ...
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace iov::nbd {
+
+class listener {
+ public:
+  listener() = default;
+  ~listener() { close(); }
+  listener(const listener&) = delete;
+  listener& operator=(const listener&) = delete;
+
+  absl::Status open_unix(const std::string& path);
+  absl::Status open_tcp(uint16_t port);  // 0: any free port
+  int fd() const { return fd_; }
+  bool is_unix() const { return !path_.empty(); }
+  std::string address() const;  // "unix:PATH" or "127.0.0.1:PORT"
+  // One accept4(): a non-blocking, close-on-exec socket (TCP_NODELAY for
+  // TCP), or -errno (-EAGAIN: nobody is waiting).
+  int accept_one();
+  // Closes the socket and removes the socket file if it is still ours.
+  void close();
+
+ private:
+  int fd_ = -1;
+  std::string path_;
+  uint16_t port_ = 0;
+  bool owns_file_ = false;  // the socket file made, to remove nothing else
+  dev_t dev_ = 0;
+  ino_t ino_ = 0;
+};
+
+}  // namespace iov::nbd

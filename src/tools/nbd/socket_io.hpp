@@ -1,0 +1,23 @@
+// socket_io.hpp: one non-blocking sendmsg() or recvmsg() of an iterator's
+// next pieces, whatever its type (iov_iter_to_iovecs: user buffers, kvecs,
+// bvecs of pages...), advancing the iterator by what moved.
+//
+//   iov::iov_iter it;
+//   iov::iov_iter_ubuf(&it, iov::ITER_DEST, buf, len);
+//   ssize_t n = iov::nbd::recv_iter(fd, &it);   // > 0 bytes, 0 at EOF, -EAGAIN, -errno
+#pragma once
+
+#include <sys/types.h>
+
+#include "iov/iov_iter.hpp"
+
+namespace iov::nbd {
+
+// Sends from an ITER_SOURCE iterator: the bytes sent (> 0), -EAGAIN when the
+// socket is full, or another -errno (-EPIPE, -ECONNRESET: the peer left).
+ssize_t send_iter(int fd, iov_iter* it);
+// Receives into an ITER_DEST iterator: the bytes received (> 0), 0 at the
+// end of the stream, -EAGAIN when there is nothing yet, or another -errno.
+ssize_t recv_iter(int fd, iov_iter* it);
+
+}  // namespace iov::nbd
