@@ -1,5 +1,5 @@
 // page_test.cc: pages as frames (page.hpp) and the segment helpers
-// (segments.hpp), checked against plain address arithmetic and a flat model
+// (bvec.hpp), checked against plain address arithmetic and a flat model
 // of the page contents.
 //
 //   ctest -R page_test

@@ -10,7 +10,7 @@
 #include <cerrno>
 
 #include "iov/position.hpp"
-#include "iov/segments.hpp"
+#include "iov/bvec.hpp"
 #include "iov_drivers/internal/null_blk.hpp"
 #include "iov_drivers/internal/services.hpp"
 #include "iov_drivers/internal/transfer.hpp"

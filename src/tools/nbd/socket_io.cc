@@ -6,6 +6,7 @@
 
 #include <cerrno>
 
+#include "iov/extract.hpp"
 #include "iov/position.hpp"
 
 namespace iov::nbd {
