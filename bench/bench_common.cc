@@ -3,7 +3,7 @@
 // the suite's check that generic_iterate is a real out-of-line call.
 //
 //   iov::bench::bench_memory& m = iov::bench::get_memory(iov::bench::memory_kind::tiled);
-//   // m.buffer, m.scratch: 256 MiB each, backed by one 16 KiB tile apiece
+//   // m.buffer, m.scratch: 256 MiB each, backed by one 512 KiB tile apiece
 #include "bench_common.hpp"
 
 #include <cxxabi.h>
@@ -27,7 +27,7 @@ namespace iov::bench {
 
 namespace {
 
-size_t g_tile = 16 * 1024;
+size_t g_tile = 512 * 1024;
 
 // 256 MiB of address space mapped again and again onto one memfd of `tile`
 // bytes, populated up front so no sample takes page faults.

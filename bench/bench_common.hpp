@@ -48,10 +48,11 @@ enum class memory_kind { tiled, streaming };
 // The name suffix of a memory kind: "" or "_streaming".
 const char* memory_suffix(memory_kind kind);
 
-// The tile of the tiled memory (default 16 KiB: buffer and scratch tiles fit
-// L1 together; vm.max_map_count, 65530 by default, caps the mappings at
-// 2 * 256 MiB / tile). Set before the first get_memory(); a power of two in
-// [PAGE_SIZE, 1 MiB].
+// The tile of the tiled memory (default 512 KiB: buffer and scratch tiles fit
+// L2 together, and each frame has few enough mappings; docs/benchmarks.md says
+// why smaller tiles are pathological on some virtual machines;
+// vm.max_map_count, 65530 by default, caps the mappings at 2 * 256 MiB / tile).
+// Set before the first get_memory(); a power of two in [PAGE_SIZE, 1 MiB].
 void set_tile_size(size_t bytes);
 size_t tile_size();
 

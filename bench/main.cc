@@ -73,7 +73,7 @@ constexpr char kUsage[] =
     "  --json=PATH     also write Google Benchmark's JSON there (the directory must exist)\n"
     "  --chart=PATH    draw the medians with gnuplot (.svg or .png); by default next to --json\n"
     "  --tile=SIZE     the physical size behind the tiled 256 MiB buffers: a power of two from 4k to 1m\n"
-    "                  (default 16k)\n"
+    "                  (default 512k)\n"
     "  --clock=cpu     time samples by process CPU time (the default: robust on a shared machine)\n"
     "  --clock=wall    time samples by the wall clock, as the kernel's ktime_get_real()\n"
     "  --rounds=N      run the selection N times over (1 to 100) and merge each case's samples:\n"
