@@ -1,15 +1,10 @@
 // bench_common.cc: the benchmark buffers (tiled and streaming), the segment
-// arrays of the cases, the registration helpers, and the symbol lookup behind
-// the suite's check that generic_iterate is a real out-of-line call.
+// arrays of the cases and the registration helpers.
 //
 //   iov::bench::bench_memory& m = iov::bench::get_memory(iov::bench::memory_kind::tiled);
 //   // m.buffer, m.scratch: 256 MiB each, backed by one 512 KiB tile apiece
 #include "bench_common.hpp"
 
-#include <cxxabi.h>
-#include <dlfcn.h>
-#include <elf.h>
-#include <link.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -17,8 +12,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -213,182 +206,6 @@ void set_baseline(const std::string& group, const std::string& baseline_name) {
 std::string baseline_for(const std::string& group) {
   auto it = baselines().find(group);
   return it == baselines().end() ? std::string() : it->second;
-}
-
-// --- Symbols ----------------------------------------------------------------
-
-namespace {
-
-struct elf_symbol {
-  uintptr_t start;
-  size_t size;
-  std::string name;  // mangled
-};
-
-// The function symbols of one loaded object, at their run-time addresses.
-std::vector<elf_symbol> read_symbols(const std::string& path, uintptr_t load_bias) {
-  std::vector<elf_symbol> out;
-  std::ifstream in(path, std::ios::binary);
-  std::vector<char> file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (file.size() < sizeof(Elf64_Ehdr) || std::memcmp(file.data(), ELFMAG, SELFMAG) != 0 ||
-      file[EI_CLASS] != ELFCLASS64)
-    return out;
-  Elf64_Ehdr eh;
-  std::memcpy(&eh, file.data(), sizeof eh);
-  if (eh.e_shoff == 0 || eh.e_shentsize != sizeof(Elf64_Shdr) ||
-      eh.e_shoff + size_t{eh.e_shnum} * sizeof(Elf64_Shdr) > file.size())
-    return out;
-  std::vector<Elf64_Shdr> sh(eh.e_shnum);
-  std::memcpy(sh.data(), file.data() + eh.e_shoff, sh.size() * sizeof(Elf64_Shdr));
-  // The full table when the object is not stripped, else the dynamic one.
-  for (uint32_t want : {uint32_t{SHT_SYMTAB}, uint32_t{SHT_DYNSYM}}) {
-    for (const Elf64_Shdr& s : sh) {
-      if (s.sh_type != want || s.sh_link >= sh.size() || s.sh_offset + s.sh_size > file.size())
-        continue;
-      const Elf64_Shdr& str = sh[s.sh_link];
-      if (str.sh_offset + str.sh_size > file.size())
-        continue;
-      for (size_t k = 0; k < s.sh_size / sizeof(Elf64_Sym); k++) {
-        Elf64_Sym sym;
-        std::memcpy(&sym, file.data() + s.sh_offset + k * sizeof(Elf64_Sym), sizeof sym);
-        unsigned type = ELF64_ST_TYPE(sym.st_info);
-        if (sym.st_shndx == SHN_UNDEF || sym.st_name >= str.sh_size ||
-            (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE))
-          continue;
-        const char* name = file.data() + str.sh_offset + sym.st_name;
-        out.push_back({load_bias + sym.st_value, sym.st_size,
-                       std::string(name, strnlen(name, str.sh_size - sym.st_name))});
-      }
-    }
-    if (!out.empty())
-      break;
-  }
-  return out;
-}
-
-struct loaded_object {
-  std::string path;
-  std::vector<elf_symbol> symbols;
-};
-
-const loaded_object* object_of(const void* addr) {
-  static std::mutex lock;
-  static std::map<std::string, std::unique_ptr<loaded_object>> cache;
-  Dl_info info;
-  link_map* lm = nullptr;
-  if (!dladdr1(addr, &info, reinterpret_cast<void**>(&lm), RTLD_DL_LINKMAP) || !lm)
-    return nullptr;
-  std::string path = lm->l_name && lm->l_name[0] ? lm->l_name : "/proc/self/exe";
-  std::lock_guard<std::mutex> guard(lock);
-  auto& slot = cache[path];
-  if (!slot) {
-    slot = std::make_unique<loaded_object>();
-    slot->path = path == "/proc/self/exe" ? [] {
-      char buf[4096];
-      ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-      return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("/proc/self/exe");
-    }() : path;
-    slot->symbols = read_symbols(path, lm->l_addr);
-  }
-  return slot.get();
-}
-
-std::string demangle(const std::string& name) {
-  int status = 0;
-  std::unique_ptr<char, void (*)(void*)> d(abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), std::free);
-  return status == 0 && d ? std::string(d.get()) : name;
-}
-
-}  // namespace
-
-std::string symbol_at(const void* addr, std::string* object, const void** start, size_t* size) {
-  const loaded_object* obj = object_of(addr);
-  if (!obj)
-    return "";
-  if (object)
-    *object = obj->path;
-  auto a = reinterpret_cast<uintptr_t>(addr);
-  const elf_symbol* best = nullptr;
-  for (const elf_symbol& s : obj->symbols) {
-    bool inside = s.size ? (a >= s.start && a < s.start + s.size) : a == s.start;
-    if (inside && (!best || s.size < best->size))
-      best = &s;
-  }
-  if (!best)
-    return "";
-  if (start)
-    *start = reinterpret_cast<const void*>(best->start);
-  if (size)
-    *size = best->size;
-  return demangle(best->name);
-}
-
-bool program_has_symbol(const char* mangled_name) {
-  const loaded_object* obj = object_of(reinterpret_cast<const void*>(&program_has_symbol));
-  if (!obj)
-    return false;
-  for (const elf_symbol& s : obj->symbols)
-    if (s.name == mangled_name)
-      return true;
-  return false;
-}
-
-// --- The out-of-line check ---------------------------------------------------
-
-namespace {
-
-struct step_probe {
-  size_t calls;
-  const void* caller;  // where the last call came from
-};
-
-IOV_NOINLINE size_t counting_step(void*, size_t, size_t, void* priv, void*) {
-  auto* probe = static_cast<step_probe*>(priv);
-  probe->calls++;
-  probe->caller = __builtin_extract_return_addr(__builtin_return_address(0));
-  return 0;
-}
-
-}  // namespace
-
-bool check_generic_iterate_out_of_line(std::string* detail) {
-  constexpr size_t n_pages = 4;
-  page* frames = alloc_pages(GFP_KERNEL, 2);
-  if (!frames) {
-    *detail = "alloc_pages failed";
-    return false;
-  }
-  bio_vec bv[n_pages];
-  for (size_t j = 0; j < n_pages; j++)
-    bvec_set_page(&bv[j], frames + j, PAGE_SIZE, 0);
-  iov_iter it;
-  iov_iter_bvec(&it, ITER_SOURCE, bv, n_pages, n_pages * PAGE_SIZE);
-  step_probe probe{};
-  size_t n = generic_iterate(&it, n_pages * PAGE_SIZE, &probe, nullptr, counting_step, counting_step);
-  free_pages(frames, 2);
-
-  std::string object;
-  const void* start = nullptr;
-  size_t size = 0;
-  const void* entry = reinterpret_cast<const void*>(&generic_iterate);
-  std::string fn = symbol_at(entry, &object, &start, &size);
-  std::string caller = symbol_at(probe.caller);
-  bool resolved = fn.rfind("iov::generic_iterate(", 0) == 0 && start == entry;
-  auto c = reinterpret_cast<uintptr_t>(probe.caller), s = reinterpret_cast<uintptr_t>(start);
-  // Called from the library's walk: inside generic_iterate itself, or a
-  // helper of the library it calls (never code of the suite).
-  bool from_library = (resolved && c >= s && c < s + size) ||
-                      (caller.rfind("iov::", 0) == 0 && caller.rfind("iov::bench::", 0) != 0);
-  char buf[1024];
-  std::snprintf(buf, sizeof buf,
-                "iov::generic_iterate at %p (%zu bytes) in %s; %zu bytes walked, counting step called %zu times "
-                "(want %zu), last from %s",
-                entry, size, object.empty() ? "?" : object.c_str(), n, probe.calls, n_pages,
-                caller.empty() ? "an unknown function" : caller.c_str());
-  *detail = buf;
-  if (!resolved)
-    *detail += "; the symbol was not found (stripped binary?)";
-  return n == n_pages * PAGE_SIZE && probe.calls == n_pages && resolved && from_library;
 }
 
 }  // namespace iov::bench

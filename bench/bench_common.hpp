@@ -153,15 +153,9 @@ struct baseline_registration {
 // to iov::generic_iterate must be invoked through its pointer, once per piece,
 // from code of the library's generic_iterate (not from a copy inlined into the
 // suite). Returns true on success; *detail says what was found.
+// outofline_check.cc.
 bool check_generic_iterate_out_of_line(std::string* detail);
 
-// The function symbol (demangled) holding a code address, found in the ELF
-// symbol table of the object that maps it; "" when unknown. *object gets the
-// object's path, *start and *size the symbol's range when non-null.
-std::string symbol_at(const void* addr, std::string* object = nullptr, const void** start = nullptr,
-                      size_t* size = nullptr);
-// Is there a function of this (mangled) name in the program's symbol table?
-bool program_has_symbol(const char* mangled_name);
 
 // ---------------------------------------------------------------------------
 // Implementation of the templates.

@@ -34,6 +34,7 @@
 
 #include "bench_common.hpp"
 #include "report.hpp"
+#include "symbols.hpp"
 
 namespace {
 

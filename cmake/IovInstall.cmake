@@ -3,6 +3,8 @@
 #   include/iov/...                 every public header, and the generated
 #                                   checks_mode.hpp
 #   lib/libiov.a (or .so)           the compiled part
+#   include/iov_drivers/, lib/libiov_drivers.a
+#                                   the drivers component (src/drivers installs it)
 #   lib/cmake/iov/                  iovConfig.cmake, its version file, the
 #                                   iov:: targets and IovFindDeps.cmake
 #   lib/pkgconfig/iov.pc            for non-CMake consumers
@@ -27,7 +29,11 @@ install(TARGETS iov EXPORT iovTargets
   LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}"
   RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}")
 
-foreach(set IN ITEMS iovHeadersTargets iovTargets)
+set(_iov_export_sets iovHeadersTargets iovTargets)
+if(TARGET iov_drivers)
+  list(APPEND _iov_export_sets iovDriversTargets)
+endif()
+foreach(set IN LISTS _iov_export_sets)
   install(EXPORT ${set}
     NAMESPACE iov::
     FILE ${set}.cmake

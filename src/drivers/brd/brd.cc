@@ -2,7 +2,7 @@
 // drivers/block/brd.c: brd_rw_bvec's page-by-page copy, brd_insert_page's
 // xa_cmpxchg, brd_do_discard's erase and deferred free.
 //
-//   brd_device::submit(rq)  ->  impl::read<C> / impl::write<C> / impl::discard ...
+//   brd_device::submit(rq)  ->  read<C> / write<C> / discard ... (namespace drivers::internal)
 //
 // Each page-sized piece of a request is handled inside its own RCU read-side
 // section: the page found by xa_load stays valid until the section ends even
@@ -16,6 +16,7 @@
 #include "iov/highmem.hpp"
 #include "iov/position.hpp"
 #include "iov/rcu.hpp"
+#include "iov_drivers/internal/brd.hpp"
 #include "iov_drivers/internal/services.hpp"
 #include "iov_drivers/internal/transfer.hpp"
 
@@ -26,216 +27,219 @@ constexpr unsigned PAGE_SECTORS_SHIFT = PAGE_SHIFT - SECTOR_SHIFT;
 constexpr sector_t PAGE_SECTORS = sector_t{1} << PAGE_SECTORS_SHIFT;
 }  // namespace
 
-struct brd_device::impl {
-  // One page's part of a byte range.
-  struct piece {
-    unsigned long idx;
-    size_t offset;
-    size_t len;
-  };
-  template <class F>
-  static void for_each_piece(uint64_t pos, uint64_t bytes, F&& f) {
-    while (bytes) {
-      piece p{static_cast<unsigned long>(pos >> PAGE_SHIFT), static_cast<size_t>(pos & ~PAGE_MASK), 0};
-      p.len = static_cast<size_t>(std::min<uint64_t>(bytes, PAGE_SIZE - p.offset));
-      if (!f(p)) return;
-      pos += p.len;
-      bytes -= p.len;
-    }
-  }
+namespace drivers::internal {
+namespace {
 
-  // The page budget: committed_ counts pages stored plus pages reserved by
-  // writes in flight, and never exceeds max_pages when that is set.
-  static bool charge(brd_device* brd, uint64_t n) {
-    const uint64_t max = brd->config_.max_pages;
-    uint64_t cur = brd->committed_.load(std::memory_order_relaxed);
-    do {
-      if (max && (cur > max || n > max - cur)) return false;
-    } while (!brd->committed_.compare_exchange_weak(cur, cur + n, std::memory_order_relaxed));
+// One page's part of a byte range.
+struct piece {
+  unsigned long idx;
+  size_t offset;
+  size_t len;
+};
+template <class F>
+void for_each_piece(uint64_t pos, uint64_t bytes, F&& f) {
+  while (bytes) {
+    piece p{static_cast<unsigned long>(pos >> PAGE_SHIFT), static_cast<size_t>(pos & ~PAGE_MASK), 0};
+    p.len = static_cast<size_t>(std::min<uint64_t>(bytes, PAGE_SIZE - p.offset));
+    if (!f(p)) return;
+    pos += p.len;
+    bytes -= p.len;
+  }
+}
+
+// The page budget: committed_ counts pages stored plus pages reserved by
+// writes in flight, and never exceeds max_pages when that is set.
+bool charge(brd* brd, uint64_t n) {
+  const uint64_t max = brd->config.max_pages;
+  uint64_t cur = brd->committed.load(std::memory_order_relaxed);
+  do {
+    if (max && (cur > max || n > max - cur)) return false;
+  } while (!brd->committed.compare_exchange_weak(cur, cur + n, std::memory_order_relaxed));
+  return true;
+}
+void uncharge(brd* brd, uint64_t n) { brd->committed.fetch_sub(n, std::memory_order_relaxed); }
+
+// brd_insert_page: allocate a zeroed page and insert it unless another
+// writer did first, in which case its page is used. Called inside the read
+// section, so the page returned stays valid while the caller copies. A
+// reserved page (*reserved > 0) is already charged.
+page* insert_page(brd* brd, unsigned long idx, uint64_t* reserved) {
+  if (*reserved)
+    --*reserved;
+  else if (!charge(brd, 1))
+    return nullptr;
+  page* pg = alloc_page(GFP_NOIO);
+  if (!pg) {
+    uncharge(brd, 1);
+    return nullptr;
+  }
+  std::memset(page_address(pg), 0, PAGE_SIZE);  // __GFP_ZERO
+  void* cur = xa_cmpxchg(&brd->brd_pages, idx, nullptr, pg, GFP_NOIO);
+  if (cur) {  // another writer's page, or an error entry
+    free_page(pg);
+    uncharge(brd, 1);
+    return xa_is_err(cur) ? nullptr : static_cast<page*>(cur);
+  }
+  brd->brd_nr_pages.fetch_add(1, std::memory_order_relaxed);
+  return pg;
+}
+
+// Erases one page and frees it once no reader can hold it (brd_free_one_page
+// through call_rcu in the kernel). Outside any read section.
+void free_page_at(brd* brd, unsigned long idx) {
+  if (auto* old = static_cast<page*>(xa_erase(&brd->brd_pages, idx))) {
+    brd->brd_nr_pages.fetch_sub(1, std::memory_order_relaxed);
+    uncharge(brd, 1);
+    free_page_rcu(old);
+  }
+}
+
+// Frees the pages with index in [first, last], visiting only those present.
+void free_range(brd* brd, unsigned long first, unsigned long last) {
+  unsigned long idx = first;
+  for (void* e = xa_find(&brd->brd_pages, &idx, last); e; e = xa_find_after(&brd->brd_pages, &idx, last))
+    free_page_at(brd, idx);
+}
+
+template <class C>
+int read(brd* brd, blk_request& rq) {
+  iov_iter* it = rq.iter;
+  bool ok = true;
+  for_each_piece(rq.sector << SECTOR_SHIFT, iov_iter_count(it), [&](const piece& p) {
+    rcu_read_guard rcu;
+    auto* pg = static_cast<page*>(xa_load(&brd->brd_pages, p.idx));
+    size_t done = pg ? C::page_to_iter(pg, p.offset, p.len, it) : C::fill_iter(0, p.len, it);
+    return ok = done == p.len;
+  });
+  return ok ? 0 : blk_fail(rq, -EFAULT, "brd: the iterator ended before its count");
+}
+
+// Would this piece of a write need a new page? Not if the page exists, nor,
+// with zero detection, if the piece is all zero.
+template <class C>
+bool needs_page(brd* brd, const piece& p, const iov_iter* it, detect_zeroes dz) {
+  if (xa_load(&brd->brd_pages, p.idx)) return false;
+  return dz == detect_zeroes::off || !C::iter_is_zero(it, p.len);
+}
+
+// With a budget, reserve the pages the write will add before touching
+// anything, so that -ENOSPC leaves the device as it was.
+template <class C>
+int reserve(brd* brd, blk_request& rq, detect_zeroes dz, uint64_t* reserved) {
+  iov_iter probe = *rq.iter;
+  uint64_t needed = 0;
+  for_each_piece(rq.sector << SECTOR_SHIFT, iov_iter_count(rq.iter), [&](const piece& p) {
+    needed += needs_page<C>(brd, p, &probe, dz);
+    iov_iter_advance(&probe, p.len);
     return true;
-  }
-  static void uncharge(brd_device* brd, uint64_t n) { brd->committed_.fetch_sub(n, std::memory_order_relaxed); }
+  });
+  if (!charge(brd, needed)) return blk_fail(rq, -ENOSPC, "brd: the write would exceed max_pages");
+  *reserved = needed;
+  return 0;
+}
 
-  // brd_insert_page: allocate a zeroed page and insert it unless another
-  // writer did first, in which case its page is used. Called inside the read
-  // section, so the page returned stays valid while the caller copies. A
-  // reserved page (*reserved > 0) is already charged.
-  static page* insert_page(brd_device* brd, unsigned long idx, uint64_t* reserved) {
-    if (*reserved)
-      --*reserved;
-    else if (!charge(brd, 1))
-      return nullptr;
-    page* pg = alloc_page(GFP_NOIO);
-    if (!pg) {
-      uncharge(brd, 1);
-      return nullptr;
-    }
-    std::memset(page_address(pg), 0, PAGE_SIZE);  // __GFP_ZERO
-    void* cur = xa_cmpxchg(&brd->brd_pages_, idx, nullptr, pg, GFP_NOIO);
-    if (cur) {  // another writer's page, or an error entry
-      free_page(pg);
-      uncharge(brd, 1);
-      return xa_is_err(cur) ? nullptr : static_cast<page*>(cur);
-    }
-    brd->brd_nr_pages_.fetch_add(1, std::memory_order_relaxed);
-    return pg;
+// One page's part of a write whose bytes are all zero, with detection on:
+// nothing to store in an absent page; with unmap, a page covered whole goes.
+template <class C>
+size_t write_zero_piece(brd* brd, const piece& p, iov_iter* it, detect_zeroes dz) {
+  if (dz == detect_zeroes::unmap && p.len == PAGE_SIZE) {
+    if (xa_load(&brd->brd_pages, p.idx)) free_page_at(brd, p.idx);
+    iov_iter_advance(it, p.len);
+    return p.len;
   }
-
-  // Erases one page and frees it once no reader can hold it (brd_free_one_page
-  // through call_rcu in the kernel). Outside any read section.
-  static void free_page_at(brd_device* brd, unsigned long idx) {
-    if (auto* old = static_cast<page*>(xa_erase(&brd->brd_pages_, idx))) {
-      brd->brd_nr_pages_.fetch_sub(1, std::memory_order_relaxed);
-      uncharge(brd, 1);
-      free_page_rcu(old);
-    }
+  rcu_read_guard rcu;
+  auto* pg = static_cast<page*>(xa_load(&brd->brd_pages, p.idx));
+  if (!pg) {
+    iov_iter_advance(it, p.len);
+    return p.len;
   }
+  return C::iter_to_page(pg, p.offset, p.len, it);
+}
 
-  // Frees the pages with index in [first, last], visiting only those present.
-  static void free_range(brd_device* brd, unsigned long first, unsigned long last) {
-    unsigned long idx = first;
-    for (void* e = xa_find(&brd->brd_pages_, &idx, last); e; e = xa_find_after(&brd->brd_pages_, &idx, last))
-      free_page_at(brd, idx);
-  }
-
-  template <class C>
-  static int read(brd_device* brd, blk_request& rq) {
-    iov_iter* it = rq.iter;
-    bool ok = true;
-    for_each_piece(rq.sector << SECTOR_SHIFT, iov_iter_count(it), [&](const piece& p) {
-      rcu_read_guard rcu;
-      auto* pg = static_cast<page*>(xa_load(&brd->brd_pages_, p.idx));
-      size_t done = pg ? C::page_to_iter(pg, p.offset, p.len, it) : C::fill_iter(0, p.len, it);
-      return ok = done == p.len;
-    });
-    return ok ? 0 : blk_fail(rq, -EFAULT, "brd: the iterator ended before its count");
-  }
-
-  // Would this piece of a write need a new page? Not if the page exists, nor,
-  // with zero detection, if the piece is all zero.
-  template <class C>
-  static bool needs_page(brd_device* brd, const piece& p, const iov_iter* it, detect_zeroes dz) {
-    if (xa_load(&brd->brd_pages_, p.idx)) return false;
-    return dz == detect_zeroes::off || !C::iter_is_zero(it, p.len);
-  }
-
-  // With a budget, reserve the pages the write will add before touching
-  // anything, so that -ENOSPC leaves the device as it was.
-  template <class C>
-  static int reserve(brd_device* brd, blk_request& rq, detect_zeroes dz, uint64_t* reserved) {
-    iov_iter probe = *rq.iter;
-    uint64_t needed = 0;
-    for_each_piece(rq.sector << SECTOR_SHIFT, iov_iter_count(rq.iter), [&](const piece& p) {
-      needed += needs_page<C>(brd, p, &probe, dz);
-      iov_iter_advance(&probe, p.len);
-      return true;
-    });
-    if (!charge(brd, needed)) return blk_fail(rq, -ENOSPC, "brd: the write would exceed max_pages");
-    *reserved = needed;
-    return 0;
-  }
-
-  // One page's part of a write whose bytes are all zero, with detection on:
-  // nothing to store in an absent page; with unmap, a page covered whole goes.
-  template <class C>
-  static size_t write_zero_piece(brd_device* brd, const piece& p, iov_iter* it, detect_zeroes dz) {
-    if (dz == detect_zeroes::unmap && p.len == PAGE_SIZE) {
-      if (xa_load(&brd->brd_pages_, p.idx)) free_page_at(brd, p.idx);
-      iov_iter_advance(it, p.len);
-      return p.len;
+template <class C>
+int write(brd* brd, blk_request& rq) {
+  const detect_zeroes dz = brd->config.detect_zeroes;
+  uint64_t reserved = 0;
+  if (brd->config.max_pages)
+    if (int err = reserve<C>(brd, rq, dz, &reserved)) return err;
+  iov_iter* it = rq.iter;
+  int err = 0;
+  for_each_piece(rq.sector << SECTOR_SHIFT, iov_iter_count(it), [&](const piece& p) {
+    if (dz != detect_zeroes::off && C::iter_is_zero(it, p.len)) {
+      if (write_zero_piece<C>(brd, p, it, dz) != p.len) err = -EFAULT;
+      return !err;
     }
     rcu_read_guard rcu;
-    auto* pg = static_cast<page*>(xa_load(&brd->brd_pages_, p.idx));
-    if (!pg) {
-      iov_iter_advance(it, p.len);
-      return p.len;
+    auto* pg = static_cast<page*>(xa_load(&brd->brd_pages, p.idx));
+    if (!pg && !(pg = insert_page(brd, p.idx, &reserved))) {
+      err = -ENOSPC;
+      return false;
     }
-    return C::iter_to_page(pg, p.offset, p.len, it);
-  }
+    if (C::iter_to_page(pg, p.offset, p.len, it) != p.len) err = -EFAULT;
+    return !err;
+  });
+  uncharge(brd, reserved);  // pages another writer inserted first
+  if (err == -ENOSPC) return blk_fail(rq, err, "brd: out of memory for a page");
+  if (err) return blk_fail(rq, err, "brd: the iterator ended before its count");
+  return 0;
+}
 
-  template <class C>
-  static int write(brd_device* brd, blk_request& rq) {
-    const detect_zeroes dz = brd->config_.detect_zeroes;
-    uint64_t reserved = 0;
-    if (brd->config_.max_pages)
-      if (int err = reserve<C>(brd, rq, dz, &reserved)) return err;
-    iov_iter* it = rq.iter;
-    int err = 0;
-    for_each_piece(rq.sector << SECTOR_SHIFT, iov_iter_count(it), [&](const piece& p) {
-      if (dz != detect_zeroes::off && C::iter_is_zero(it, p.len)) {
-        if (write_zero_piece<C>(brd, p, it, dz) != p.len) err = -EFAULT;
-        return !err;
-      }
-      rcu_read_guard rcu;
-      auto* pg = static_cast<page*>(xa_load(&brd->brd_pages_, p.idx));
-      if (!pg && !(pg = insert_page(brd, p.idx, &reserved))) {
-        err = -ENOSPC;
-        return false;
-      }
-      if (C::iter_to_page(pg, p.offset, p.len, it) != p.len) err = -EFAULT;
-      return !err;
-    });
-    uncharge(brd, reserved);  // pages another writer inserted first
-    if (err == -ENOSPC) return blk_fail(rq, err, "brd: out of memory for a page");
-    if (err) return blk_fail(rq, err, "brd: the iterator ended before its count");
-    return 0;
-  }
+// brd_do_discard: only the whole pages of the range are freed.
+void discard(brd* brd, sector_t sector, sector_t nr_sectors) {
+  sector_t first = (sector + PAGE_SECTORS - 1) & ~(PAGE_SECTORS - 1);
+  sector_t end = (sector + nr_sectors) & ~(PAGE_SECTORS - 1);
+  if (end > first) free_range(brd, first >> PAGE_SECTORS_SHIFT, (end >> PAGE_SECTORS_SHIFT) - 1);
+}
 
-  // brd_do_discard: only the whole pages of the range are freed.
-  static void discard(brd_device* brd, sector_t sector, sector_t nr_sectors) {
-    sector_t first = (sector + PAGE_SECTORS - 1) & ~(PAGE_SECTORS - 1);
-    sector_t end = (sector + nr_sectors) & ~(PAGE_SECTORS - 1);
-    if (end > first) free_range(brd, first >> PAGE_SECTORS_SHIFT, (end >> PAGE_SECTORS_SHIFT) - 1);
+// The range reads as zeros afterwards: whole pages are freed (or, with
+// REQ_NOUNMAP, cleared), the partial ones at the ends cleared if present.
+template <class C>
+void write_zeroes(brd* brd, sector_t sector, sector_t nr_sectors, bool unmap) {
+  auto clear = [brd](const piece& p) {
+    rcu_read_guard rcu;
+    if (auto* pg = static_cast<page*>(xa_load(&brd->brd_pages, p.idx))) C::fill_page(pg, p.offset, 0, p.len);
+    return true;
+  };
+  uint64_t pos = sector << SECTOR_SHIFT, end = (sector + nr_sectors) << SECTOR_SHIFT;
+  uint64_t whole_first = (pos + PAGE_SIZE - 1) & PAGE_MASK, whole_end = end & PAGE_MASK;
+  if (whole_end <= whole_first) {
+    for_each_piece(pos, end - pos, clear);
+    return;
   }
-
-  // The range reads as zeros afterwards: whole pages are freed (or, with
-  // REQ_NOUNMAP, cleared), the partial ones at the ends cleared if present.
-  template <class C>
-  static void write_zeroes(brd_device* brd, sector_t sector, sector_t nr_sectors, bool unmap) {
-    auto clear = [brd](const piece& p) {
-      rcu_read_guard rcu;
-      if (auto* pg = static_cast<page*>(xa_load(&brd->brd_pages_, p.idx))) C::fill_page(pg, p.offset, 0, p.len);
-      return true;
-    };
-    uint64_t pos = sector << SECTOR_SHIFT, end = (sector + nr_sectors) << SECTOR_SHIFT;
-    uint64_t whole_first = (pos + PAGE_SIZE - 1) & PAGE_MASK, whole_end = end & PAGE_MASK;
-    if (whole_end <= whole_first) {
-      for_each_piece(pos, end - pos, clear);
-      return;
-    }
-    for_each_piece(pos, whole_first - pos, clear);
-    unsigned long first = whole_first >> PAGE_SHIFT, last = (whole_end >> PAGE_SHIFT) - 1;
-    if (unmap) {
-      free_range(brd, first, last);
-    } else {
-      unsigned long idx = first;
-      for (void* e = xa_find(&brd->brd_pages_, &idx, last); e; e = xa_find_after(&brd->brd_pages_, &idx, last))
-        clear(piece{idx, 0, PAGE_SIZE});
-    }
-    for_each_piece(whole_end, end - whole_end, clear);
+  for_each_piece(pos, whole_first - pos, clear);
+  unsigned long first = whole_first >> PAGE_SHIFT, last = (whole_end >> PAGE_SHIFT) - 1;
+  if (unmap) {
+    free_range(brd, first, last);
+  } else {
+    unsigned long idx = first;
+    for (void* e = xa_find(&brd->brd_pages, &idx, last); e; e = xa_find_after(&brd->brd_pages, &idx, last))
+      clear(piece{idx, 0, PAGE_SIZE});
   }
-};
+  for_each_piece(whole_end, end - whole_end, clear);
+}
+}  // namespace
+}  // namespace drivers::internal
 
 int brd_device::submit(blk_request& rq) {
   const char* why = nullptr;
   switch (rq.op) {
     case REQ_OP_READ:
     case REQ_OP_WRITE:
-      if (int err = internal::blk_check_data(rq, get_capacity(), SECTOR_SIZE, &why)) return blk_fail(rq, err, why);
-      return internal::blk_dispatch(get_copy_mode(), get_iteration(), [&](auto copier) {
+      if (int err = drivers::internal::blk_check_data(rq, get_capacity(), SECTOR_SIZE, &why)) return blk_fail(rq, err, why);
+      return drivers::internal::blk_dispatch(get_copy_mode(), get_iteration(), [&](auto copier) {
         using C = decltype(copier);
-        return rq.op == REQ_OP_READ ? impl::read<C>(this, rq) : impl::write<C>(this, rq);
+        return rq.op == REQ_OP_READ ? drivers::internal::read<C>(brd_.get(), rq) : drivers::internal::write<C>(brd_.get(), rq);
       });
     case REQ_OP_DISCARD:
     case REQ_OP_WRITE_ZEROES:
-      if (int err = internal::blk_check_sectors(rq.sector, rq.nr_sectors, get_capacity(), SECTOR_SIZE, &why))
+      if (int err = drivers::internal::blk_check_sectors(rq.sector, rq.nr_sectors, get_capacity(), SECTOR_SIZE, &why))
         return blk_fail(rq, err, why);
       if (rq.op == REQ_OP_DISCARD) {
-        impl::discard(this, rq.sector, rq.nr_sectors);
+        drivers::internal::discard(brd_.get(), rq.sector, rq.nr_sectors);
         return 0;
       }
-      internal::blk_dispatch(get_copy_mode(), get_iteration(), [&](auto copier) {
-        impl::write_zeroes<decltype(copier)>(this, rq.sector, rq.nr_sectors, !(rq.flags & REQ_NOUNMAP));
+      drivers::internal::blk_dispatch(get_copy_mode(), get_iteration(), [&](auto copier) {
+        drivers::internal::write_zeroes<decltype(copier)>(brd_.get(), rq.sector, rq.nr_sectors, !(rq.flags & REQ_NOUNMAP));
       });
       return 0;
     case REQ_OP_FLUSH:
@@ -248,10 +252,10 @@ int brd_device::submit(blk_request& rq) {
 // --- Services ------------------------------------------------------------
 
 int brd_device::do_crc32c(sector_t sector, sector_t nr_sectors, uint32_t* crc, const char**) {
-  internal::crc_builder b(*crc);
-  impl::for_each_piece(sector << SECTOR_SHIFT, nr_sectors << SECTOR_SHIFT, [&](const impl::piece& p) {
+  drivers::internal::crc_builder b(*crc);
+  drivers::internal::for_each_piece(sector << SECTOR_SHIFT, nr_sectors << SECTOR_SHIFT, [&](const drivers::internal::piece& p) {
     rcu_read_guard rcu;
-    if (auto* pg = static_cast<page*>(xa_load(&brd_pages_, p.idx))) {
+    if (auto* pg = static_cast<page*>(xa_load(&brd_->brd_pages, p.idx))) {
       char* kaddr = static_cast<char*>(kmap_local_page(pg));
       b.data(kaddr + p.offset, p.len);
       kunmap_local(kaddr);
@@ -266,12 +270,12 @@ int brd_device::do_crc32c(sector_t sector, sector_t nr_sectors, uint32_t* crc, c
 
 int brd_device::do_map_extents(sector_t sector, sector_t nr_sectors, std::vector<blk_extent>* out,
                                const char**) {
-  internal::extent_builder map(out);
-  impl::for_each_piece(sector << SECTOR_SHIFT, nr_sectors << SECTOR_SHIFT, [&](const impl::piece& p) {
+  drivers::internal::extent_builder map(out);
+  drivers::internal::for_each_piece(sector << SECTOR_SHIFT, nr_sectors << SECTOR_SHIFT, [&](const drivers::internal::piece& p) {
     const sector_t first = (sector_t{p.idx} << PAGE_SECTORS_SHIFT) + (p.offset >> SECTOR_SHIFT);
     const sector_t nr = p.len >> SECTOR_SHIFT;
     rcu_read_guard rcu;
-    auto* pg = static_cast<page*>(xa_load(&brd_pages_, p.idx));
+    auto* pg = static_cast<page*>(xa_load(&brd_->brd_pages, p.idx));
     if (!pg) {
       map.add(first, nr, BLK_EXTENT_HOLE | BLK_EXTENT_ZERO);
       return true;
@@ -291,11 +295,11 @@ int brd_device::do_map_extents(sector_t sector, sector_t nr_sectors, std::vector
 
 // Inside the lease's read-side section (blkdev::lend_pages opens it).
 int brd_device::do_lend_pages(sector_t sector, sector_t nr_sectors, std::vector<::iovec>* out, const char**) {
-  impl::for_each_piece(sector << SECTOR_SHIFT, nr_sectors << SECTOR_SHIFT, [&](const impl::piece& p) {
-    if (auto* pg = static_cast<page*>(xa_load(&brd_pages_, p.idx)))
+  drivers::internal::for_each_piece(sector << SECTOR_SHIFT, nr_sectors << SECTOR_SHIFT, [&](const drivers::internal::piece& p) {
+    if (auto* pg = static_cast<page*>(xa_load(&brd_->brd_pages, p.idx)))
       out->push_back({static_cast<char*>(kmap_local_page(pg)) + p.offset, p.len});
     else
-      internal::lend_zeroes(p.len, out);
+      drivers::internal::lend_zeroes(p.len, out);
     return true;
   });
   return 0;
@@ -316,7 +320,7 @@ queue_limits brd_limits() {
 }  // namespace
 
 brd_device::brd_device(const brd_config& config)
-    : blkdev(config.size >> SECTOR_SHIFT, brd_limits()), config_(config) {
+    : blkdev(config.size >> SECTOR_SHIFT, brd_limits()), brd_(std::make_unique<drivers::internal::brd>(config)) {
   set_copy_mode(config.copy_mode);
   set_iteration(config.iteration);
 }
@@ -330,14 +334,17 @@ absl::StatusOr<std::unique_ptr<brd_device>> brd_device::create(const brd_config&
 void brd_device::free_all_pages() {
   unsigned long idx;
   void* entry;
-  xa_for_each(&brd_pages_, idx, entry) {
-    xa_erase(&brd_pages_, idx);
+  xa_for_each(&brd_->brd_pages, idx, entry) {
+    xa_erase(&brd_->brd_pages, idx);
     free_page(static_cast<page*>(entry));  // nobody can be reading: no grace period needed
   }
-  brd_nr_pages_.store(0, std::memory_order_relaxed);
-  committed_.store(0, std::memory_order_relaxed);
+  brd_->brd_nr_pages.store(0, std::memory_order_relaxed);
+  brd_->committed.store(0, std::memory_order_relaxed);
 }
 
 brd_device::~brd_device() { free_all_pages(); }
+
+uint64_t brd_device::nr_pages() const { return brd_->brd_nr_pages.load(std::memory_order_relaxed); }
+const brd_config& brd_device::config() const { return brd_->config; }
 
 }  // namespace iov

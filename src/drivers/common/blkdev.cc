@@ -52,7 +52,7 @@ absl::Status blk_status(int err, const char* why) {
 int blkdev::crc32c(sector_t sector, sector_t nr_sectors, uint32_t* crc, const char** why) {
   const char* ignored;
   const char** w = why ? why : &ignored;
-  if (int err = internal::blk_check_sectors(sector, nr_sectors, capacity_, limits_.logical_block_size, w))
+  if (int err = drivers::internal::blk_check_sectors(sector, nr_sectors, capacity_, limits_.logical_block_size, w))
     return err;
   return do_crc32c(sector, nr_sectors, crc, w);
 }
@@ -60,14 +60,14 @@ int blkdev::crc32c(sector_t sector, sector_t nr_sectors, uint32_t* crc, const ch
 int blkdev::map_extents(sector_t sector, sector_t nr_sectors, std::vector<blk_extent>* out, const char** why) {
   const char* ignored;
   const char** w = why ? why : &ignored;
-  if (int err = internal::blk_check_sectors(sector, nr_sectors, capacity_, limits_.logical_block_size, w))
+  if (int err = drivers::internal::blk_check_sectors(sector, nr_sectors, capacity_, limits_.logical_block_size, w))
     return err;
   return do_map_extents(sector, nr_sectors, out, w);
 }
 
 int blkdev::report_zones(sector_t, unsigned, std::vector<blk_zone>*) { return -EOPNOTSUPP; }
 
-namespace internal {
+namespace drivers::internal {
 
 namespace {
 // crc32c(0, n bytes of c), n > 0, by doubling: F(2m) = combine(F(m), F(m), m).
@@ -116,12 +116,12 @@ void crc_builder::flush() {
   pending_len_ = 0;
 }
 
-}  // namespace internal
+}  // namespace drivers::internal
 
 int blkdev::lend_pages(sector_t sector, sector_t nr_sectors, blk_lease* lease, const char** why) {
   const char* ignored;
   const char** w = why ? why : &ignored;
-  if (int err = internal::blk_check_sectors(sector, nr_sectors, capacity_, limits_.logical_block_size, w))
+  if (int err = drivers::internal::blk_check_sectors(sector, nr_sectors, capacity_, limits_.logical_block_size, w))
     return err;
   lease->hold();
   return do_lend_pages(sector, nr_sectors, &lease->pieces_, w);
@@ -138,7 +138,7 @@ void blk_lease::release() {
   held_ = false;
 }
 
-namespace internal {
+namespace drivers::internal {
 
 page* zero_page() {
   static const page zeros{};
@@ -153,6 +153,6 @@ void lend_zeroes(uint64_t bytes, std::vector<::iovec>* out) {
   }
 }
 
-}  // namespace internal
+}  // namespace drivers::internal
 
 }  // namespace iov

@@ -25,15 +25,17 @@
 // mixed (and ThreadSanitizer calls it the race it is).
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
 
 #include "absl/status/statusor.h"
-#include "iov/xarray.hpp"
 #include "iov_drivers/blkdev.hpp"
 
 namespace iov {
+
+namespace drivers::internal {
+struct brd;
+}
 
 enum class detect_zeroes : uint8_t { off, on, unmap };
 
@@ -53,8 +55,8 @@ class brd_device final : public blkdev {
 
   int submit(blk_request& rq) override;
   const char* name() const override { return "brd"; }
-  uint64_t nr_pages() const override { return brd_nr_pages_.load(std::memory_order_relaxed); }
-  const brd_config& config() const { return config_; }
+  uint64_t nr_pages() const override;
+  const brd_config& config() const;
 
   // The kernel's BLKFLSBUF: frees every page. No request may be in flight.
   void free_all_pages();
@@ -67,13 +69,7 @@ class brd_device final : public blkdev {
 
  private:
   explicit brd_device(const brd_config& config);
-  struct impl;  // the request path, brd/brd.cc
-  friend struct impl;
-
-  brd_config config_;
-  xarray brd_pages_;
-  std::atomic<uint64_t> brd_nr_pages_{0};  // pages in brd_pages_
-  std::atomic<uint64_t> committed_{0};     // pages in brd_pages_ or reserved by writes in flight
+  std::unique_ptr<drivers::internal::brd> brd_;  // the pages and the budget: iov_drivers/internal/brd.hpp
 };
 
 }  // namespace iov

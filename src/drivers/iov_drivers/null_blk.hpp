@@ -41,7 +41,7 @@
 
 namespace iov {
 
-namespace internal {
+namespace drivers::internal {
 struct nullb;
 }
 
@@ -87,8 +87,8 @@ class nullb_device final : public blkdev {
   int do_lend_pages(sector_t sector, sector_t nr_sectors, std::vector<::iovec>* out, const char** why) override;
 
  private:
-  nullb_device(std::unique_ptr<internal::nullb> nullb, sector_t capacity, const queue_limits& limits);
-  std::unique_ptr<internal::nullb> nullb_;
+  nullb_device(std::unique_ptr<drivers::internal::nullb> nullb, sector_t capacity, const queue_limits& limits);
+  std::unique_ptr<drivers::internal::nullb> nullb_;
 };
 
 }  // namespace iov

@@ -16,7 +16,7 @@
 
 namespace iov {
 
-using namespace internal;
+using namespace drivers::internal;
 
 namespace {
 
@@ -85,7 +85,7 @@ absl::StatusOr<std::unique_ptr<nullb_device>> nullb_device::create(const null_bl
   return std::unique_ptr<nullb_device>(new nullb_device(std::move(nb), capacity, lim));
 }
 
-nullb_device::nullb_device(std::unique_ptr<internal::nullb> nb, sector_t capacity, const queue_limits& limits)
+nullb_device::nullb_device(std::unique_ptr<drivers::internal::nullb> nb, sector_t capacity, const queue_limits& limits)
     : blkdev(capacity, limits), nullb_(std::move(nb)) {
   nullb_->owner = this;
   set_copy_mode(nullb_->dev.copy_mode);

@@ -17,7 +17,7 @@
 
 namespace iov {
 
-namespace internal {
+namespace drivers::internal {
 
 namespace {
 
@@ -163,9 +163,9 @@ int null_process_cmd(nullb* nb, blk_request& rq, req_op op, sector_t sector, sec
   return 0;
 }
 
-}  // namespace internal
+}  // namespace drivers::internal
 
-using namespace internal;
+using namespace drivers::internal;
 
 int nullb_device::submit(blk_request& rq) {
   nullb* nb = nullb_.get();

@@ -17,7 +17,7 @@
 #include "iov/highmem.hpp"
 #include "iov_drivers/internal/null_blk.hpp"
 
-namespace iov::internal {
+namespace iov::drivers::internal {
 
 namespace {
 
@@ -258,4 +258,4 @@ int null_check_space(nullb* nb, sector_t sector, uint64_t bytes, bool is_fua, co
   return 0;
 }
 
-}  // namespace iov::internal
+}  // namespace iov::drivers::internal

@@ -18,7 +18,7 @@
 
 #include "iov_drivers/internal/null_blk.hpp"
 
-namespace iov::internal {
+namespace iov::drivers::internal {
 
 namespace {
 
@@ -361,19 +361,19 @@ int null_process_zoned_cmd(nullb* dev, blk_request& rq) {
   }
 }
 
-}  // namespace iov::internal
+}  // namespace iov::drivers::internal
 
 namespace iov {
 
 int nullb_device::report_zones(sector_t sector, unsigned nr_zones, std::vector<blk_zone>* out) {
-  internal::nullb* dev = nullb_.get();
+  drivers::internal::nullb* dev = nullb_.get();
   if (!dev->dev.zoned) return -EOPNOTSUPP;
-  unsigned first_zone = internal::null_zone_no(dev, sector);
+  unsigned first_zone = drivers::internal::null_zone_no(dev, sector);
   if (sector >= dev->capacity || first_zone >= dev->nr_zones) return 0;
   nr_zones = std::min(nr_zones, dev->nr_zones - first_zone);
   std::lock_guard guard(dev->zone_lock);
   for (unsigned i = 0; i < nr_zones; i++) {
-    const internal::nullb_zone& z = dev->zones[first_zone + i];
+    const drivers::internal::nullb_zone& z = dev->zones[first_zone + i];
     out->push_back({z.start, z.len, z.wp, z.type, z.cond, z.capacity});
   }
   return static_cast<int>(nr_zones);

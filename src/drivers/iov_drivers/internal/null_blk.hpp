@@ -16,7 +16,7 @@
 #include "iov_drivers/blkdev.hpp"
 #include "iov_drivers/null_blk.hpp"
 
-namespace iov::internal {
+namespace iov::drivers::internal {
 
 inline constexpr unsigned PAGE_SECTORS_SHIFT = PAGE_SHIFT - SECTOR_SHIFT;
 inline constexpr sector_t PAGE_SECTORS = sector_t{1} << PAGE_SECTORS_SHIFT;
@@ -105,4 +105,4 @@ uint64_t null_zone_valid_read_len(nullb* nb, sector_t sector, uint64_t len);
 // Is `sector` past the write pointer of its sequential zone? (zone_lock held)
 bool null_zone_beyond_wp(nullb* nb, sector_t sector);
 
-}  // namespace iov::internal
+}  // namespace iov::drivers::internal

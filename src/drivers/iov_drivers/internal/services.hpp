@@ -16,7 +16,7 @@
 #include "iov/page.hpp"
 #include "iov_drivers/blkdev.hpp"
 
-namespace iov::internal {
+namespace iov::drivers::internal {
 
 // Checks `bytes` at `sector` against a device of `capacity` sectors and
 // logical block size `lbs`: 0, or -EINVAL (misaligned) / -EIO (beyond the end,
@@ -122,4 +122,4 @@ class crc_builder {
   uint64_t pending_len_ = 0;
 };
 
-}  // namespace iov::internal
+}  // namespace iov::drivers::internal

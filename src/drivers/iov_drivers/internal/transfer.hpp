@@ -26,7 +26,7 @@
 #include "iov/zero_scan.hpp"
 #include "iov_drivers/blkdev.hpp"
 
-namespace iov::internal {
+namespace iov::drivers::internal {
 
 // What a modern step needs to reach the driver's page.
 struct page_piece {
@@ -155,4 +155,4 @@ IOV_ALWAYS_INLINE decltype(auto) blk_dispatch(copy_mode m, iteration_mode i, F&&
   return f(blk_copier<copy_mode::legacy, iteration_mode::outofline>{});
 }
 
-}  // namespace iov::internal
+}  // namespace iov::drivers::internal
