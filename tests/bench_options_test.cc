@@ -94,9 +94,9 @@ TEST_F(BenchOptions, TheJsonIsWrittenWholeOrTheRunFails) {
   EXPECT_THAT(text.str(), HasSubstr("\"name\": \"baseline_memset_ubuf"));
   EXPECT_EQ(text.str().rfind("}\n"), text.str().size() - 2);
 
-  // The limit must leave room for the 16 KiB tile (a memfd); a long context
-  // entry makes the JSON longer than that.
-  r = bench({one, "--no-chart", "--json=" + json, "--benchmark_context=padding=" + std::string(8000, 'x')}, [] {
+  // The limit must leave room for the tile (a memfd, 16 KiB here); a long
+  // context entry makes the JSON longer than that.
+  r = bench({one, "--no-chart", "--tile=16k", "--json=" + json, "--benchmark_context=padding=" + std::string(8000, 'x')}, [] {
     signal(SIGXFSZ, SIG_IGN);  // a write past the limit fails with EFBIG instead
     struct rlimit fsize{16384, 16384};
     setrlimit(RLIMIT_FSIZE, &fsize);

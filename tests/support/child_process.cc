@@ -1,5 +1,6 @@
 // child_process.cc: see child_process.hpp.
 #include "support/child_process.hpp"
+#include "support/read_some.hpp"
 
 #include <fcntl.h>
 #include <grp.h>
@@ -21,33 +22,6 @@ namespace iov_test {
 namespace {
 
 using clock_type = std::chrono::steady_clock;
-
-int ms_left(clock_type::time_point deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now()).count();
-  return left < 0 ? 0 : static_cast<int>(left);
-}
-
-// Appends what fd has within the deadline: > 0 bytes read, 0 at the end of
-// the output (EOF, or EIO from a pty whose other side closed), -1 when the
-// deadline passes first.
-ssize_t read_some(int fd, std::string* out, clock_type::time_point deadline) {
-  pollfd pf{fd, POLLIN, 0};
-  for (;;) {
-    int r = poll(&pf, 1, ms_left(deadline));
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r <= 0)
-      return -1;
-    char buf[4096];
-    ssize_t n = read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return 0;
-    out->append(buf, static_cast<size_t>(n));
-    return n;
-  }
-}
 
 [[noreturn]] void exec_child(const child_options& o, int out_fd, int pty_slave) {
   int devnull = open("/dev/null", O_RDONLY);

@@ -2,6 +2,7 @@
 //
 //   auto r = iov_test::nbd::run({"qemu-img", "compare", a, b});
 #include "support/nbd_process.hpp"
+#include "support/read_some.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -89,29 +90,6 @@ pid_t spawn(const std::vector<std::string>& argv, bool search_path, int* out,
   }
   *out = p[0];
   return pid;
-}
-
-// One read of what fd has, appended to *out, waiting no later than the
-// deadline: the bytes read, 0 at EOF (a read error ends the output too), or
-// -1 when the deadline passes first.
-ssize_t read_some(int fd, std::string* out, clock_type::time_point deadline) {
-  char buf[4096];
-  for (;;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now()).count();
-    pollfd pf{fd, POLLIN, 0};
-    int r = poll(&pf, 1, left < 0 ? 0 : static_cast<int>(left));
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r <= 0)
-      return -1;
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return 0;
-    out->append(buf, static_cast<size_t>(n));
-    return n;
-  }
 }
 
 // waitpid with a deadline; the wait status, or -1 on the deadline.
