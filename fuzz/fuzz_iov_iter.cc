@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "fuzz_model.hpp"
+#include "iov/extract.hpp"
 #include "iov/internal/crc32c_simd.hpp"
 #include "iov/internal/outofline.hpp"
 
