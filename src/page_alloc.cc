@@ -339,6 +339,8 @@ void unregister_cache(allocator& a, thread_cache& tc) {
 }
 
 thread_cache::~thread_cache() {
+  if (!registered && !n)
+    return;
   allocator& a = the_allocator();
   unmap_list later;
   std::lock_guard g(a.lock);
@@ -469,6 +471,9 @@ void* region_of(uintptr_t addr) noexcept {
   leaf* l = region_table[top].load(std::memory_order_acquire);
   return l ? l->slots[(addr >> SLOT_SHIFT) & (LEAF_ENTRIES - 1)].load(std::memory_order_acquire) : nullptr;
 }
+
+void page_alloc_lock_for_test() noexcept { the_allocator().lock.lock(); }
+void page_alloc_unlock_for_test() noexcept { the_allocator().lock.unlock(); }
 
 void free_allocation(frame_meta* head) noexcept {
   unsigned order = head->order;

@@ -40,4 +40,11 @@ size_t page_alloc_release_free() noexcept;
 // lists (a thread does this when it exits).
 void page_alloc_drain_thread_cache() noexcept;
 
+namespace internal {
+// Holds the allocator's lock, so that a test can show that an allocation
+// without __GFP_DIRECT_RECLAIM fails instead of waiting.
+void page_alloc_lock_for_test() noexcept;
+void page_alloc_unlock_for_test() noexcept;
+}  // namespace internal
+
 }  // namespace iov
