@@ -329,6 +329,17 @@ void drain_locked(allocator& a, thread_cache& tc, unsigned keep, unmap_list& lat
     release_dirty_runs(a);
 }
 
+// Makes the cache's frames count as cached in the statistics (lock held).
+void register_cache(allocator& a, thread_cache& tc) {
+  if (tc.registered)
+    return;
+  tc.next = a.caches;
+  if (a.caches)
+    a.caches->prev = &tc;
+  a.caches = &tc;
+  tc.registered = true;
+}
+
 void unregister_cache(allocator& a, thread_cache& tc) {
   if (!tc.registered)
     return;
@@ -356,13 +367,7 @@ bool refill(allocator& a, thread_cache& tc, gfp_t gfp) {
   frame_meta* m = take_block_mapping(a, gfp, 0, &zeroed);
   if (!m)
     return false;
-  if (!tc.registered) {
-    tc.next = a.caches;
-    if (a.caches)
-      a.caches->prev = &tc;
-    a.caches = &tc;
-    tc.registered = true;
-  }
+  register_cache(a, tc);
   unsigned n = tc.n;
   for (;;) {
     m->flags = F_CACHED | (zeroed ? F_ZEROED : 0);
@@ -403,6 +408,11 @@ page* alloc_order0(gfp_t gfp) {
 
 void free_order0(frame_meta* m) {
   thread_cache& tc = this_thread_cache;
+  if (!tc.registered) {  // a thread that frees before it ever allocates
+    allocator& a = the_allocator();
+    std::lock_guard g(a.lock);
+    register_cache(a, tc);
+  }
   if (tc.n == CACHE_CAPACITY) {
     allocator& a = the_allocator();
     unmap_list later;
