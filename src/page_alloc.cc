@@ -28,8 +28,8 @@ namespace internal {
 namespace {
 
 constexpr unsigned RELEASE_ORDER = 7;            // free runs of 512 KiB and more are given back
-constexpr size_t RELEASE_AFTER_FRAMES = 2048;    // ... once 8 MiB of them hold old data
-constexpr size_t SPARE_CHUNKS = 2;               // entirely free chunks kept mapped
+constexpr size_t RELEASE_AFTER_FRAMES = 4096;    // ... once 16 MiB of them hold old data
+constexpr size_t SPARE_CHUNKS = 8;               // entirely free chunks kept mapped (16 MiB)
 constexpr unsigned CACHE_CAPACITY = 256, CACHE_BATCH = 64;
 constexpr unsigned MAX_ORDER = 40 - PAGE_SHIFT;  // 1 TiB: larger requests fail
 constexpr unsigned TRYLOCK_SPINS = 64;
