@@ -42,8 +42,10 @@ struct frame_meta {
     uint16_t head_index;  // F_TAIL
   };
   std::atomic<int> refcount;  // on a head (and an order-0 frame); 0 when free
-  uint8_t order;
-  uint8_t flags;
+  // Atomic because the buddy allocator reads a neighbour's (under the lock)
+  // while the neighbour's owner writes its own (without it).
+  std::atomic<uint8_t> order;
+  std::atomic<uint8_t> flags;
   uint16_t index;  // within its chunk
 };
 static_assert(sizeof(frame_meta) == 32);

@@ -140,7 +140,7 @@ unsigned compound_order(const page* p) noexcept {
   using namespace internal;
   frame_meta* tail_of;
   frame_meta* m = frame_meta_of(p, &tail_of);
-  return m && (m->flags & F_COMPOUND) ? m->order : 0;
+  return m && (m->flags & F_COMPOUND) ? m->order.load(std::memory_order_relaxed) : 0u;
 }
 
 }  // namespace iov
