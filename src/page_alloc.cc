@@ -110,8 +110,8 @@ void* map_aligned(size_t bytes, size_t align) {
 // --- Free lists (lock held) ---------------------------------------------------
 
 void list_add(allocator& a, frame_meta* m, unsigned order, bool zeroed) {
-  m->order = static_cast<uint8_t>(order);
-  m->flags = F_FREE | (zeroed ? F_ZEROED : 0);
+  m->order.store(static_cast<uint8_t>(order), std::memory_order_relaxed);
+  m->flags.store(F_FREE | (zeroed ? F_ZEROED : 0), std::memory_order_relaxed);
   m->refcount.store(0, std::memory_order_relaxed);
   free_area& area = a.areas[order];
   m->link.prev = nullptr;
@@ -138,7 +138,7 @@ void list_del(allocator& a, frame_meta* m) {
   a.frames_free -= size_t{1} << order;
   if (!(m->flags & F_ZEROED) && order >= RELEASE_ORDER)
     a.dirty_large -= size_t{1} << order;
-  m->flags = 0;
+  m->flags.store(0, std::memory_order_relaxed);
 }
 
 // A free block of exactly `order`, split from a larger one when needed;
@@ -166,7 +166,7 @@ chunk* put_block(allocator& a, frame_meta* m, unsigned order, bool zeroed) {
   chunk* c = chunk_of(m);
   unsigned idx = m->index;
   a.frames_out -= size_t{1} << order;
-  m->flags = 0;
+  m->flags.store(0, std::memory_order_relaxed);
   while (order < CHUNK_ORDER) {
     frame_meta* buddy = &c->frames[idx ^ (1u << order)];
     if (!(buddy->flags & F_FREE) || buddy->order != order)
@@ -244,7 +244,7 @@ size_t release_dirty_runs(allocator& a) {
       size_t bytes = PAGE_SIZE << o;
       if (madvise(page_of(m), bytes, MADV_DONTNEED) != 0)
         continue;
-      m->flags |= F_ZEROED;
+      m->flags.fetch_or(F_ZEROED, std::memory_order_relaxed);
       a.dirty_large -= size_t{1} << o;
       released += bytes;
     }
@@ -370,7 +370,7 @@ bool refill(allocator& a, thread_cache& tc, gfp_t gfp) {
   register_cache(a, tc);
   unsigned n = tc.n;
   for (;;) {
-    m->flags = F_CACHED | (zeroed ? F_ZEROED : 0);
+    m->flags.store(F_CACHED | (zeroed ? F_ZEROED : 0), std::memory_order_relaxed);
     tc.frames[n++] = m;
     if (n == CACHE_BATCH || !(m = take_block(a, 0, &zeroed)))
       break;
@@ -382,12 +382,12 @@ bool refill(allocator& a, thread_cache& tc, gfp_t gfp) {
 
 page* hand_out(frame_meta* m, unsigned order, gfp_t gfp, bool zeroed) {
   bool direct = m->flags & F_DIRECT;  // a direct mapping's tails have no metadata
-  m->order = static_cast<uint8_t>(order);
-  m->flags = F_HEAD | (direct ? F_DIRECT : 0) | (order && (gfp & __GFP_COMP) ? F_COMPOUND : 0);
+  m->order.store(static_cast<uint8_t>(order), std::memory_order_relaxed);
+  m->flags.store(F_HEAD | (direct ? F_DIRECT : 0) | (order && (gfp & __GFP_COMP) ? F_COMPOUND : 0), std::memory_order_relaxed);
   page* p = page_of(m);
   if ((m->flags & F_COMPOUND) && !direct) {
     for (size_t i = 1; i < (size_t{1} << order); i++) {
-      m[i].flags = F_TAIL;
+      m[i].flags.store(F_TAIL, std::memory_order_relaxed);
       m[i].head_index = m->index;
     }
   }
@@ -419,7 +419,7 @@ void free_order0(frame_meta* m) {
     std::lock_guard g(a.lock);
     drain_locked(a, tc, CACHE_CAPACITY - CACHE_BATCH, later);
   }
-  m->flags = F_CACHED;
+  m->flags.store(F_CACHED, std::memory_order_relaxed);
   tc.frames[tc.n] = m;
   tc.set_n(tc.n + 1);
 }
@@ -453,7 +453,7 @@ page* alloc_direct(gfp_t gfp, unsigned order) {
     delete d;
     return nullptr;
   }
-  d->head.flags = F_DIRECT;
+  d->head.flags.store(F_DIRECT, std::memory_order_relaxed);
   return hand_out(&d->head, order, gfp, true);
 }
 
@@ -493,7 +493,7 @@ void free_allocation(frame_meta* head) noexcept {
     return free_order0(head);
   if (head->flags & F_COMPOUND)
     for (size_t i = 1; i < (size_t{1} << order); i++)
-      head[i].flags = 0;
+      head[i].flags.store(0, std::memory_order_relaxed);
   allocator& a = the_allocator();
   unmap_list later;
   std::lock_guard g(a.lock);
