@@ -157,7 +157,8 @@ class layout {
   layout& operator=(const layout&) = delete;
   ~layout() {
     iov::xa_destroy(&xa_);
-    for (region& r : regions_) r.pages ? iov::free_pages(reinterpret_cast<iov::page*>(r.mem), 0) : delete[] r.mem;
+    for (region& r : regions_)
+      r.pages ? iov::free_pages(reinterpret_cast<iov::page*>(r.mem), order_of(r.len)) : delete[] r.mem;
   }
 
   void build(input& in);

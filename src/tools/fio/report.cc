@@ -4,6 +4,8 @@
 #include <ctime>
 #include <string>
 
+#include "iov/page_alloc.hpp"
+
 namespace iov::fio {
 
 namespace {
@@ -100,6 +102,10 @@ void print_normal(const job_options& o, const run_result& r, FILE* out) {
   if (o.verify)
     std::fprintf(out, "  verify       : %s, %llu blocks checked\n", r.verify_failed ? "FAILED" : "ok",
                  static_cast<unsigned long long>(r.verified_blocks));
+  page_alloc_stats m = page_alloc_read_stats();  // the device's pages are still held
+  std::fprintf(out, "  memory       : pages in use=%zu (%s), chunks=%zu, returned=%s\n", m.frames_in_use,
+               scaled(static_cast<double>(m.frames_in_use * PAGE_SIZE), true, "B").c_str(), m.chunks_held,
+               scaled(static_cast<double>(m.bytes_returned), true, "B").c_str());
   std::fprintf(out, "\nRun status group 0 (all jobs):\n");
   if (r.read.ios)
     print_group_line("READ", r.read, r.seconds, out);
@@ -120,6 +126,11 @@ void print_json(const job_options& o, const run_result& r, FILE* out) {
                -r.error, r.seconds * 1000, r.usr_cpu, r.sys_cpu, static_cast<unsigned long long>(r.ctx),
                o.verify ? "true" : "false", r.verify_failed ? "true" : "false",
                static_cast<unsigned long long>(r.verified_blocks));
+  page_alloc_stats m = page_alloc_read_stats();
+  std::fprintf(out,
+               "      \"page_alloc\": {\"frames_in_use\": %zu, \"frames_cached\": %zu, \"frames_free\": %zu, "
+               "\"chunks_held\": %zu, \"direct_bytes\": %zu, \"bytes_returned\": %zu},\n",
+               m.frames_in_use, m.frames_cached, m.frames_free, m.chunks_held, m.direct_bytes, m.bytes_returned);
   json_direction("read", r.read, r.seconds, out, false);
   json_direction("write", r.write, r.seconds, out, true);
   std::fprintf(out, "    }\n  ]\n}\n");

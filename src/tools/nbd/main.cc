@@ -13,6 +13,7 @@
 
 #include "absl/strings/numbers.h"
 #include "common/options.hpp"
+#include "iov/page_alloc.hpp"
 #include "iov_drivers/blkdev.hpp"
 #include "nbd/server.hpp"
 
@@ -154,5 +155,8 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
   server.run();
   g_server = nullptr;
+  iov::page_alloc_stats m = iov::page_alloc_read_stats();  // the disk's pages, still held
+  std::fprintf(stderr, "iov-nbd: pages in use %zu (%zu KiB), chunks %zu, returned %zu KiB\n", m.frames_in_use,
+               m.frames_in_use * iov::PAGE_SIZE >> 10, m.chunks_held, m.bytes_returned >> 10);
   return 0;
 }

@@ -1,0 +1,221 @@
+// page_alloc_bench.cc: the page allocator (page.hpp) and what it gives brd,
+// each against its baseline in the same run:
+//   alloc_pages_order0/9   alloc+free pairs (batches of 64, resp. 4) against
+//                          aligned_alloc/free of the same sizes
+//   brd_randread           65536 random 4 KiB reads from a written 256 MiB brd
+//                          against random 4 KiB memcpy out of a 256 MiB region
+//                          on transparent huge pages (same offsets)
+//   brd_randwrite          the same writes into written pages, against memcpy
+//                          into that region; brd_first_write: every page
+//                          written once into an empty device (allocation
+//                          included)
+//   brd_churn              a 1 GiB brd written whole, discarded, ten times;
+//                          counters: resident bytes after the first and the
+//                          last pass, and their ratio
+#include <sys/mman.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "bench_common.hpp"
+#include "iov/page_alloc.hpp"
+#include "iov_drivers/blkdev.hpp"
+
+namespace iov::bench {
+namespace {
+
+constexpr size_t kRandOps = 65536;
+
+size_t resident_bytes() {
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  unsigned long size = 0, resident = 0;
+  if (f) {
+    if (std::fscanf(f, "%lu %lu", &size, &resident) != 2)
+      resident = 0;
+    std::fclose(f);
+  }
+  return resident * PAGE_SIZE;
+}
+
+// --- alloc + free -------------------------------------------------------------
+
+template <bool Library>
+void bm_alloc_free(benchmark::State& state, unsigned order, size_t batch, size_t rounds) {
+  std::vector<void*> held(batch);
+  size_t done = 0;
+  for (auto _ : state) {
+    for (size_t r = 0; r < rounds; r++) {
+      for (size_t i = 0; i < batch; i++)
+        held[i] = Library ? static_cast<void*>(alloc_pages(GFP_KERNEL, order))
+                          : std::aligned_alloc(PAGE_SIZE << order, PAGE_SIZE << order);
+      for (size_t i = 0; i < batch; i++) {
+        if (!held[i])
+          die("allocation failed");
+        if constexpr (Library)
+          __free_pages(static_cast<page*>(held[i]), order);
+        else
+          std::free(held[i]);
+      }
+      done += batch;
+    }
+  }
+  state.counters["allocs"] = static_cast<double>(done);
+  expect_bytes(state, done, batch * rounds);
+}
+
+// --- brd against memcpy over a huge-page region -------------------------------
+
+struct brd_fixture {
+  std::unique_ptr<blkdev> dev;
+  char* region;  // BENCH_SIZE on transparent huge pages, written
+  std::vector<size_t> offsets;
+  alignas(PAGE_SIZE) char buf[PAGE_SIZE];
+
+  brd_fixture() {
+    auto d = blkdev_create("brd", {{"size", "256m"}});
+    if (!d.ok())
+      die("brd");
+    dev = std::move(*d);
+    std::memset(buf, 0x5a, sizeof buf);
+    for (size_t off = 0; off < BENCH_SIZE; off += PAGE_SIZE)
+      if (io(REQ_OP_WRITE, off))
+        die("brd write");
+    void* raw = mmap(nullptr, 2 * BENCH_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED)
+      die("mmap");
+    region = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(raw) + (2u << 20) - 1) & ~uintptr_t{(2u << 20) - 1});
+    madvise(region, BENCH_SIZE, MADV_HUGEPAGE);
+    std::memset(region, 0x5a, BENCH_SIZE);
+    std::mt19937_64 rng(42);
+    for (size_t i = 0; i < kRandOps; i++)
+      offsets.push_back(rng() % BENCH_PAGES * PAGE_SIZE);
+  }
+  int io(req_op op, size_t off) {
+    iov_iter it;
+    iov_iter_ubuf(&it, op == REQ_OP_READ ? ITER_DEST : ITER_SOURCE, buf, PAGE_SIZE);
+    blk_request rq{.op = op, .sector = off >> SECTOR_SHIFT, .iter = &it};
+    return dev->submit(rq);
+  }
+};
+
+brd_fixture& fixture() {
+  static brd_fixture* f = new brd_fixture;
+  return *f;
+}
+
+void bm_brd_rand(benchmark::State& state, req_op op) {
+  brd_fixture& f = fixture();
+  size_t done = 0;
+  for (auto _ : state)
+    for (size_t off : f.offsets)
+      if (f.io(op, off) == 0)
+        done += PAGE_SIZE;
+  expect_bytes(state, done, kRandOps * PAGE_SIZE);
+}
+
+void bm_memcpy_rand(benchmark::State& state, bool to_region) {
+  brd_fixture& f = fixture();
+  size_t done = 0;
+  for (auto _ : state)
+    for (size_t off : f.offsets) {
+      if (to_region)
+        std::memcpy(f.region + off, f.buf, PAGE_SIZE);
+      else
+        std::memcpy(f.buf, f.region + off, PAGE_SIZE);
+      benchmark::ClobberMemory();
+      done += PAGE_SIZE;
+    }
+  expect_bytes(state, done, kRandOps * PAGE_SIZE);
+}
+
+// Every page of an empty 256 MiB brd written once, in random order.
+void bm_brd_first_write(benchmark::State& state) {
+  std::vector<size_t> order(BENCH_PAGES);
+  for (size_t i = 0; i < BENCH_PAGES; i++)
+    order[i] = i * PAGE_SIZE;
+  std::shuffle(order.begin(), order.end(), std::mt19937_64(7));
+  alignas(PAGE_SIZE) static char buf[PAGE_SIZE];
+  std::memset(buf, 0x33, sizeof buf);
+  size_t done = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    auto d = blkdev_create("brd", {{"size", "256m"}});
+    if (!d.ok())
+      die("brd");
+    state.ResumeTiming();
+    for (size_t off : order) {
+      iov_iter it;
+      iov_iter_ubuf(&it, ITER_SOURCE, buf, PAGE_SIZE);
+      blk_request rq{.op = REQ_OP_WRITE, .sector = off >> SECTOR_SHIFT, .iter = &it};
+      if ((*d)->submit(rq) == 0)
+        done += PAGE_SIZE;
+    }
+    state.PauseTiming();
+    d->reset();
+    state.ResumeTiming();
+  }
+  expect_bytes(state, done, BENCH_SIZE);
+}
+
+// A 1 GiB brd written whole and discarded, ten times.
+void bm_brd_churn(benchmark::State& state) {
+  constexpr size_t kSize = size_t{1} << 30, kChunk = 1u << 20;
+  std::vector<char> buf(kChunk, 0x44);
+  size_t rss_first = 0, rss_last = 0, before = 0, done = 0;
+  for (auto _ : state) {
+    auto d = blkdev_create("brd", {{"size", "1g"}});
+    if (!d.ok())
+      die("brd");
+    before = resident_bytes();
+    for (int pass = 0; pass < 10; pass++) {
+      for (size_t off = 0; off < kSize; off += kChunk) {
+        iov_iter it;
+        iov_iter_ubuf(&it, ITER_SOURCE, buf.data(), kChunk);
+        blk_request rq{.op = REQ_OP_WRITE, .sector = off >> SECTOR_SHIFT, .iter = &it};
+        if ((*d)->submit(rq) == 0)
+          done += kChunk;
+      }
+      size_t rss = resident_bytes() - before;
+      (pass == 0 ? rss_first : rss_last) = rss;
+      blk_request discard{.op = REQ_OP_DISCARD, .sector = 0, .nr_sectors = kSize >> SECTOR_SHIFT};
+      if ((*d)->submit(discard))
+        die("discard");
+      rcu_barrier();  // discarded pages are freed after a grace period
+    }
+    state.counters["rss_after_discard"] = static_cast<double>(resident_bytes() - before);
+  }
+  state.counters["rss_first_pass"] = static_cast<double>(rss_first);
+  state.counters["rss_last_pass"] = static_cast<double>(rss_last);
+  state.counters["rss_ratio_last_first"] = rss_first ? static_cast<double>(rss_last) / rss_first : 0;
+  state.counters["rss_per_byte_stored"] = static_cast<double>(rss_last) / kSize;
+  expect_bytes(state, done, 10 * kSize);
+}
+
+const bool registered = [] {
+  set_baseline("alloc_pages_order0", "baseline_alloc_pages_order0");
+  register_sampled("iov_kunit_benchmark_alloc_pages_order0",
+                   [](benchmark::State& s) { bm_alloc_free<true>(s, 0, 64, 1024); });
+  register_sampled("baseline_alloc_pages_order0", [](benchmark::State& s) { bm_alloc_free<false>(s, 0, 64, 1024); });
+  set_baseline("alloc_pages_order9", "baseline_alloc_pages_order9");
+  register_sampled("iov_kunit_benchmark_alloc_pages_order9",
+                   [](benchmark::State& s) { bm_alloc_free<true>(s, 9, 4, 256); });
+  register_sampled("baseline_alloc_pages_order9", [](benchmark::State& s) { bm_alloc_free<false>(s, 9, 4, 256); });
+
+  set_baseline("brd_randread", "baseline_brd_randread");
+  register_sampled("iov_kunit_benchmark_brd_randread", [](benchmark::State& s) { bm_brd_rand(s, REQ_OP_READ); });
+  register_sampled("baseline_brd_randread", [](benchmark::State& s) { bm_memcpy_rand(s, false); });
+  set_baseline("brd_randwrite", "baseline_brd_randwrite");
+  register_sampled("iov_kunit_benchmark_brd_randwrite", [](benchmark::State& s) { bm_brd_rand(s, REQ_OP_WRITE); });
+  register_sampled("baseline_brd_randwrite", [](benchmark::State& s) { bm_memcpy_rand(s, true); });
+  set_baseline("brd_first_write", "baseline_brd_randwrite");
+  register_sampled("iov_kunit_benchmark_brd_first_write", bm_brd_first_write);
+  register_sampled("iov_kunit_benchmark_brd_churn", bm_brd_churn)->Repetitions(2);
+  return true;
+}();
+
+}  // namespace
+}  // namespace iov::bench
