@@ -16,6 +16,7 @@
 #include "iov/page.hpp"
 #include "iov/highmem.hpp"
 #include "iov/bvec.hpp"
+#include "iov/bvecq.hpp"
 #include "iov/rcu.hpp"
 #include "iov/xarray.hpp"
 #include "iov/iov_iter.hpp"
