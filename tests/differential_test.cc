@@ -192,7 +192,8 @@ void step(Sim& s, Op op, std::mt19937_64& rng) {
     case Op::restore: {
       if (!s.saved) break;
       iov::iov_iter_restore(&s.it, &s.saved->st);
-      if (s.l->kind() != Kind::xarray && s.l->kind() != Kind::discard)  // those are left alone
+      // XARRAY, DISCARD and the queues are left alone (the kernel warns)
+      if (s.l->kind() != Kind::xarray && s.l->kind() != Kind::discard && !iov_test::queued(s.l->kind()))
         s.pos = s.saved->pos, s.count = s.saved->count;
       break;
     }

@@ -19,6 +19,7 @@
 #include <memory>
 #include <ostream>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -27,13 +28,15 @@
 
 namespace iov_test {
 
-enum class Kind { ubuf, iovec, kvec, bvec, xarray, discard };
-inline constexpr Kind kAllKinds[] = {Kind::ubuf, Kind::iovec, Kind::kvec,
-                                     Kind::bvec, Kind::xarray, Kind::discard};
+enum class Kind { ubuf, iovec, kvec, bvec, bvecq, xarray, discard };
+inline constexpr Kind kAllKinds[] = {Kind::ubuf,  Kind::iovec,  Kind::kvec,   Kind::bvec,
+                                     Kind::bvecq, Kind::xarray, Kind::discard};
 const char* kind_name(Kind k);
 inline bool user_backed(Kind k) { return k == Kind::ubuf || k == Kind::iovec; }
-// BVEC and XARRAY pieces never cross a page.
-inline bool page_split(Kind k) { return k == Kind::bvec || k == Kind::xarray; }
+// BVEC, BVECQ and XARRAY pieces never cross a page.
+inline bool page_split(Kind k) { return k == Kind::bvec || k == Kind::bvecq || k == Kind::xarray; }
+// The queue kinds: segments linked through next/prev, a slot index in each.
+inline bool queued(Kind k) { return k == Kind::bvecq; }
 
 // One segment as a test describes it: its length and an offset. For ubuf,
 // iovec and kvec the offset is where the buffer starts within its page; for
@@ -61,6 +64,10 @@ class Layout {
   static std::unique_ptr<Layout> make_iovec(const std::vector<SegSpec>& segs);
   static std::unique_ptr<Layout> make_kvec(const std::vector<SegSpec>& segs);
   static std::unique_ptr<Layout> make_bvec(const std::vector<SegSpec>& segs);
+  // The bio_vecs of make_bvec() in a queue of bvecq segments, split[k] slots
+  // in the k'th (0 for an empty segment; the sum is segs.size()); by default
+  // three slots a segment.
+  static std::unique_ptr<Layout> make_bvecq(const std::vector<SegSpec>& segs, std::vector<unsigned> split = {});
   // Pages for byte positions start .. start + len at index pos >> PAGE_SHIFT;
   // `holes` lists page numbers (counted from the first page) left out.
   static std::unique_ptr<Layout> make_xarray(loff_t start, size_t len, const std::vector<size_t>& holes = {});
@@ -100,6 +107,14 @@ class Layout {
   const std::vector<::iovec>& iovecs() const { return iovs_; }
   const std::vector<iov::kvec>& kvecs() const { return kvs_; }
   const std::vector<iov::bio_vec>& bvecs() const { return bvs_; }
+  iov::bvecq* bvecq_head() const { return bqs_.empty() ? nullptr : bqs_.front(); }
+  // The slot lengths of a queue in order, across its segments.
+  std::vector<size_t> slot_lens() const;
+  // The queue segment and slot of segment `seg` (counted across the queue).
+  std::pair<const void*, unsigned> slot_home(size_t seg) const { return slot_home_.at(seg); }
+  // The flat segment index of slot `slot` of queue segment `q` (a slot past a
+  // segment's end is the next segment's first).
+  size_t flat_slot(const void* q, unsigned slot) const;
   iov::xarray* xa() const { return xa_.get(); }
   loff_t xa_start() const { return xa_start_; }
   iov::page* xa_page(size_t n) const;  // the page of page number n (counted from the first)
@@ -116,6 +131,8 @@ class Layout {
   std::vector<::iovec> iovs_;
   std::vector<iov::kvec> kvs_;
   std::vector<iov::bio_vec> bvs_;
+  std::vector<iov::bvecq*> bqs_;
+  std::vector<std::pair<const void*, unsigned>> slot_home_;
   std::unique_ptr<iov::xarray> xa_;
   loff_t xa_start_ = 0;
   std::vector<iov::page*> xa_pages_;
