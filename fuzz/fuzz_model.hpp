@@ -159,7 +159,8 @@ class layout {
   ~layout() {
     iov::xa_destroy(&xa_);
     for (iov::bvecq* bq : bqs_) iov::bvecq_free(bq);
-    for (region& r : regions_) r.pages ? iov::free_pages(reinterpret_cast<iov::page*>(r.mem), 0) : delete[] r.mem;
+    for (region& r : regions_)
+      r.pages ? iov::free_pages(reinterpret_cast<iov::page*>(r.mem), order_of(r.len)) : delete[] r.mem;
   }
 
   void build(input& in);

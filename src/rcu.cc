@@ -14,6 +14,8 @@
 // pthread locks); what our callbacks do stays checked.
 #include "iov/rcu.hpp"
 
+#include "page_alloc_internal.hpp"
+
 #include <urcu/urcu-bp.h>
 
 #include <atomic>
@@ -179,9 +181,14 @@ void defer_free(void* p, void (*fn)(void*)) noexcept {
   defer({.head = {}, .fn = fn, .p = p, .order = 0});
 }
 
-void free_page_rcu(page* p) noexcept { defer({.head = {}, .fn = nullptr, .p = p, .order = 0}); }
+void free_page_rcu(page* p) noexcept { free_pages_rcu(p, 0); }
 
+// A page from the allocator waits on the rcu_head in its metadata, as the
+// kernel's on the one in struct page; anything else (a page still lent out)
+// gets a holder.
 void free_pages_rcu(page* p, unsigned order) noexcept {
+  if (p && internal::free_pages_after_grace_period(p, order))
+    return;
   defer({.head = {}, .fn = nullptr, .p = p, .order = order});
 }
 

@@ -26,9 +26,19 @@ TEST(PageConstants, MatchTheKernel) {
   EXPECT_EQ(iov::SECTOR_SHIFT, 9u);
   EXPECT_EQ(iov::SECTOR_SIZE, size_t{1} << iov::SECTOR_SHIFT);
   EXPECT_EQ(iov::SECTOR_SIZE, 512u);
-  EXPECT_EQ(iov::GFP_KERNEL, 0u);
-  EXPECT_EQ(iov::GFP_NOIO, 0u);
-  EXPECT_EQ(iov::GFP_ATOMIC, 0u);
+  // gfp_types.h: ___GFP_ZERO_BIT 8, DIRECT_RECLAIM 10, KSWAPD_RECLAIM 11, COMP 18.
+  EXPECT_EQ(iov::__GFP_ZERO, 0x100u);
+  EXPECT_EQ(iov::__GFP_HIGHMEM, 0x2u);
+  EXPECT_EQ(iov::__GFP_COMP, 0x40000u);
+  EXPECT_EQ(iov::GFP_KERNEL, 0xcc0u);
+  EXPECT_EQ(iov::GFP_NOIO, 0xc00u);
+  EXPECT_EQ(iov::GFP_ATOMIC, 0x820u);
+  EXPECT_EQ(iov::GFP_NOWAIT, 0x2800u);
+  EXPECT_EQ(iov::GFP_HIGHUSER_MOVABLE & iov::__GFP_HIGHMEM, iov::__GFP_HIGHMEM);
+  EXPECT_TRUE(iov::gfpflags_allow_blocking(iov::GFP_KERNEL));
+  EXPECT_TRUE(iov::gfpflags_allow_blocking(iov::GFP_NOIO));
+  EXPECT_FALSE(iov::gfpflags_allow_blocking(iov::GFP_NOWAIT));
+  EXPECT_FALSE(iov::gfpflags_allow_blocking(iov::GFP_ATOMIC));
 }
 
 TEST(Page, IsItsFrame) {

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "iov/folio.hpp"
 #include "iov/highmem.hpp"
 #include "iov/internal/fault_inject.hpp"
 #include "iov/internal/walk.hpp"
@@ -170,6 +171,26 @@ inline size_t copy_page_from_iter(page* pg, size_t offset, size_t bytes, iov_ite
 
 IOV_ALWAYS_INLINE size_t iov_iter_zero(size_t bytes, iov_iter* i) {
   return internal::iov_iter_zero<internal::ubuf_first_walk>(bytes, i);
+}
+
+// uio.h's folio forms: the folio's frames are contiguous, so the page forms
+// run across them.
+inline size_t copy_folio_to_iter(folio* f, size_t offset, size_t bytes, iov_iter* i) {
+  return copy_page_to_iter(&f->page, offset, bytes, i);
+}
+
+inline size_t copy_folio_from_iter(folio* f, size_t offset, size_t bytes, iov_iter* i) {
+  return copy_page_from_iter(&f->page, offset, bytes, i);
+}
+
+// lib/iov_iter.c: a range beyond the folio, or an ITER_DEST iterator, is the
+// kernel's WARN: nothing is copied. (Atomic: it never sleeps, which every copy
+// here is anyway.)
+inline size_t copy_folio_from_iter_atomic(folio* f, size_t offset, size_t bytes, iov_iter* i) {
+  size_t size = folio_size(f);
+  if (IOV_UNLIKELY(offset > size || bytes > size - offset) || IOV_UNLIKELY(!i->data_source))
+    return 0;
+  return copy_from_iter(static_cast<char*>(folio_address(f)) + offset, bytes, i);
 }
 
 }  // namespace iov

@@ -14,6 +14,8 @@
 
 #include "iov/config.hpp"
 #include "iov/page.hpp"
+#include "iov/page_alloc.hpp"
+#include "iov/folio.hpp"
 #include "iov/highmem.hpp"
 #include "iov/bvec.hpp"
 #include "iov/bvecq.hpp"

@@ -65,12 +65,11 @@ struct brd_device::impl {
       --*reserved;
     else if (!charge(brd, 1))
       return nullptr;
-    page* pg = alloc_page(GFP_NOIO);
+    page* pg = alloc_page(GFP_NOIO | __GFP_ZERO);
     if (!pg) {
       uncharge(brd, 1);
       return nullptr;
     }
-    std::memset(page_address(pg), 0, PAGE_SIZE);  // __GFP_ZERO
     void* cur = xa_cmpxchg(&brd->brd_pages_, idx, nullptr, pg, GFP_NOIO);
     if (cur) {  // another writer's page, or an error entry
       free_page(pg);

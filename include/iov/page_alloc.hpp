@@ -1,0 +1,43 @@
+// page_alloc.hpp: what the page allocator behind alloc_pages() holds, for a
+// user who wants memory use visible without `ps` (iov-fio and iov-nbd print
+// it). The allocation functions themselves have the kernel's names and live
+// in page.hpp; docs/memory.md describes the layout and when memory goes back
+// to the system.
+//
+//   iov::page_alloc_stats s = iov::page_alloc_read_stats();
+//   printf("%zu frames in use, %zu chunks\n", s.frames_in_use, s.chunks_held);
+#pragma once
+
+#include <cstddef>
+
+#include "iov/page.hpp"
+
+namespace iov {
+
+// The allocator's frames come from 2 MiB naturally aligned chunks (order 9);
+// larger allocations are mappings of their own.
+inline constexpr unsigned PAGE_ALLOC_CHUNK_ORDER = 9;
+inline constexpr size_t PAGE_ALLOC_CHUNK_SIZE = PAGE_SIZE << PAGE_ALLOC_CHUNK_ORDER;
+
+struct page_alloc_stats {
+  size_t frames_in_use;   // frames handed out and not yet freed (direct mappings included)
+  size_t frames_cached;   // free frames in the per-thread caches
+  size_t frames_free;     // free frames in the chunks' free lists
+  size_t chunks_held;     // 2 MiB chunks mapped
+  size_t direct_bytes;    // bytes in direct mappings (orders above 9)
+  size_t bytes_returned;  // bytes given back to the system so far (munmap, MADV_DONTNEED)
+};
+
+// A consistent snapshot (taken under the allocator's lock).
+page_alloc_stats page_alloc_read_stats() noexcept;
+
+// Gives back to the system every chunk that is entirely free and the free
+// runs of the others (the allocator also does this on its own when free
+// memory accumulates). Returns the bytes given back.
+size_t page_alloc_release_free() noexcept;
+
+// Moves the calling thread's cached free frames back to the shared free
+// lists (a thread does this when it exits).
+void page_alloc_drain_thread_cache() noexcept;
+
+}  // namespace iov

@@ -1,0 +1,557 @@
+// page_alloc.cc: the page allocator behind alloc_pages() (docs/memory.md).
+//
+// Frames come from 2 MiB naturally aligned chunks mapped with mmap and
+// madvise(MADV_HUGEPAGE), so that a device's pages sit on huge TLB entries
+// when the system allows it. Orders 0..9 are a buddy allocator over the
+// chunks, under one lock; order 0, nearly all of a driver's traffic, goes
+// through a per-thread cache first and takes the lock once per batch. Orders
+// above 9 get a mapping of their own.
+//
+// Memory goes back to the system: beyond a few spare ones, a chunk whose
+// frames are all free is unmapped at once, and once enough free frames have
+// been written to, the free runs of 512 KiB and more are released with
+// MADV_DONTNEED. Frames that were never written since they were mapped or
+// released are known to hold zeroes, and __GFP_ZERO does not clear them again.
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <vector>
+
+#include "iov/internal/fault_inject.hpp"
+#include "page_alloc_internal.hpp"
+
+namespace iov {
+namespace internal {
+namespace {
+
+constexpr unsigned RELEASE_ORDER = 7;            // free runs of 512 KiB and more are given back
+constexpr size_t RELEASE_AFTER_FRAMES = 2048;    // ... once 8 MiB of them hold old data
+constexpr size_t SPARE_CHUNKS = 2;               // entirely free chunks kept mapped
+constexpr unsigned CACHE_CAPACITY = 256, CACHE_BATCH = 64;
+constexpr unsigned MAX_ORDER = 40 - PAGE_SHIFT;  // 1 TiB: larger requests fail
+constexpr unsigned TRYLOCK_SPINS = 64;
+
+// The table from address / 2 MiB to descriptor: 47-bit user addresses, two
+// levels of 2^13 entries; a leaf covers 16 GiB.
+constexpr unsigned SLOT_SHIFT = 21, LEAF_BITS = 13, ADDRESS_BITS = 47;
+constexpr size_t TOP_ENTRIES = size_t{1} << (ADDRESS_BITS - SLOT_SHIFT - LEAF_BITS);
+constexpr size_t LEAF_ENTRIES = size_t{1} << LEAF_BITS;
+struct leaf {
+  std::atomic<void*> slots[LEAF_ENTRIES];
+};
+std::atomic<leaf*> region_table[TOP_ENTRIES];
+
+struct thread_cache;
+
+struct free_area {
+  frame_meta* first = nullptr;
+  size_t count = 0;
+};
+
+// Everything below is guarded by `lock`.
+struct allocator {
+  std::mutex lock;
+  free_area areas[CHUNK_ORDER + 1];
+  size_t chunks_held = 0;
+  size_t frames_out = 0;         // frames taken from the free lists (by users and thread caches)
+  size_t frames_free = 0;        // frames on the free lists
+  size_t dirty_large = 0;        // frames in free blocks of RELEASE_ORDER or more not known zero
+  size_t direct_bytes = 0;
+  size_t bytes_returned = 0;
+  thread_cache* caches = nullptr;  // the threads' caches, for the statistics
+};
+
+allocator& the_allocator() {
+  static allocator* a = new allocator;  // never destroyed: threads may exit after main
+  return *a;
+}
+
+// --- The table --------------------------------------------------------------
+
+bool set_region(uintptr_t addr, void* r) {
+  size_t top = addr >> (SLOT_SHIFT + LEAF_BITS);
+  if (top >= TOP_ENTRIES)
+    return false;
+  leaf* l = region_table[top].load(std::memory_order_acquire);
+  if (!l) {
+    l = new (std::nothrow) leaf{};
+    if (!l)
+      return false;
+    region_table[top].store(l, std::memory_order_release);  // under the lock: no other writer
+  }
+  l->slots[(addr >> SLOT_SHIFT) & (LEAF_ENTRIES - 1)].store(r, std::memory_order_release);
+  return true;
+}
+
+// --- Mappings ---------------------------------------------------------------
+
+// bytes of fresh zeroed memory aligned to `align` (a power of two >= 2 MiB).
+void* map_aligned(size_t bytes, size_t align) {
+  size_t span = bytes + align;
+  void* raw = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+  if (raw == MAP_FAILED)
+    return nullptr;
+  uintptr_t start = reinterpret_cast<uintptr_t>(raw);
+  uintptr_t aligned = (start + align - 1) & ~(align - 1);
+  if (aligned > start)
+    munmap(raw, aligned - start);
+  if (uintptr_t end = start + span, used_end = aligned + bytes; end > used_end)
+    munmap(reinterpret_cast<void*>(used_end), end - used_end);
+  // Huge TLB entries where THP allows it; without THP the call fails and
+  // the frames are ordinary 4 KiB pages.
+  madvise(reinterpret_cast<void*>(aligned), bytes, MADV_HUGEPAGE);
+  return reinterpret_cast<void*>(aligned);
+}
+
+// --- Free lists (lock held) ---------------------------------------------------
+
+void list_add(allocator& a, frame_meta* m, unsigned order, bool zeroed) {
+  m->order = static_cast<uint8_t>(order);
+  m->flags = F_FREE | (zeroed ? F_ZEROED : 0);
+  m->refcount.store(0, std::memory_order_relaxed);
+  free_area& area = a.areas[order];
+  m->link.prev = nullptr;
+  m->link.next = area.first;
+  if (area.first)
+    area.first->link.prev = m;
+  area.first = m;
+  area.count++;
+  a.frames_free += size_t{1} << order;
+  if (!zeroed && order >= RELEASE_ORDER)
+    a.dirty_large += size_t{1} << order;
+}
+
+void list_del(allocator& a, frame_meta* m) {
+  unsigned order = m->order;
+  free_area& area = a.areas[order];
+  if (m->link.prev)
+    m->link.prev->link.next = m->link.next;
+  else
+    area.first = m->link.next;
+  if (m->link.next)
+    m->link.next->link.prev = m->link.prev;
+  area.count--;
+  a.frames_free -= size_t{1} << order;
+  if (!(m->flags & F_ZEROED) && order >= RELEASE_ORDER)
+    a.dirty_large -= size_t{1} << order;
+  m->flags = 0;
+}
+
+// A free block of exactly `order`, split from a larger one when needed;
+// nullptr when the free lists have none. *zeroed: whether it holds zeroes.
+frame_meta* take_block(allocator& a, unsigned order, bool* zeroed) {
+  unsigned o = order;
+  while (o <= CHUNK_ORDER && !a.areas[o].first)
+    o++;
+  if (o > CHUNK_ORDER)
+    return nullptr;
+  frame_meta* m = a.areas[o].first;
+  *zeroed = m->flags & F_ZEROED;
+  list_del(a, m);
+  while (o > order) {
+    o--;
+    list_add(a, m + (size_t{1} << o), o, *zeroed);  // the upper half stays free
+  }
+  a.frames_out += size_t{1} << order;
+  return m;
+}
+
+// Returns a block to the free lists, merged with its free buddies. Returns
+// the chunk when it is now entirely free.
+chunk* put_block(allocator& a, frame_meta* m, unsigned order, bool zeroed) {
+  chunk* c = chunk_of(m);
+  unsigned idx = m->index;
+  a.frames_out -= size_t{1} << order;
+  m->flags = 0;
+  while (order < CHUNK_ORDER) {
+    frame_meta* buddy = &c->frames[idx ^ (1u << order)];
+    if (!(buddy->flags & F_FREE) || buddy->order != order)
+      break;
+    zeroed = zeroed && (buddy->flags & F_ZEROED);
+    list_del(a, buddy);
+    idx &= ~(1u << order);
+    order++;
+  }
+  list_add(a, &c->frames[idx], order, zeroed);
+  return order == CHUNK_ORDER ? c : nullptr;
+}
+
+// Gives the chunk's descriptor to a new mapping and its frames to the free lists.
+bool add_chunk(allocator& a, chunk* c) {
+  if (!set_region(c->base, c))
+    return false;
+  a.chunks_held++;
+  a.frames_out += CHUNK_FRAMES;  // put_block counts them back
+  put_block(a, &c->frames[0], CHUNK_ORDER, true);
+  return true;
+}
+
+chunk* new_chunk() {
+  void* mem = map_aligned(CHUNK_SIZE, CHUNK_SIZE);
+  if (!mem)
+    return nullptr;
+  auto* c = new (std::nothrow) chunk();
+  if (!c) {
+    munmap(mem, CHUNK_SIZE);
+    return nullptr;
+  }
+  c->kind = region_kind::chunk;
+  c->base = reinterpret_cast<uintptr_t>(mem);
+  for (unsigned i = 0; i < CHUNK_FRAMES; i++)
+    c->frames[i].index = static_cast<uint16_t>(i);
+  return c;
+}
+
+void delete_chunk(chunk* c) {
+  munmap(reinterpret_cast<void*>(c->base), CHUNK_SIZE);
+  delete c;
+}
+
+// Chunks to unmap once the lock is dropped (an unmap can take a while).
+struct unmap_list {
+  chunk* items[8];
+  size_t n = 0;
+  ~unmap_list() {
+    for (size_t i = 0; i < n; i++)
+      delete_chunk(items[i]);
+  }
+};
+
+// A chunk that just became entirely free: unmapped unless it is one of the spares.
+void retire_chunk(allocator& a, chunk* c, unmap_list& later) {
+  if (a.areas[CHUNK_ORDER].count <= SPARE_CHUNKS || later.n == std::size(later.items))
+    return;
+  frame_meta* m = &c->frames[0];
+  if (!(m->flags & F_ZEROED))
+    a.bytes_returned += CHUNK_SIZE;
+  list_del(a, m);
+  a.chunks_held--;
+  set_region(c->base, nullptr);
+  later.items[later.n++] = c;
+}
+
+// Releases the free runs of RELEASE_ORDER and more that hold old data.
+size_t release_dirty_runs(allocator& a) {
+  size_t released = 0;
+  for (unsigned o = CHUNK_ORDER + 1; o-- > RELEASE_ORDER;) {
+    for (frame_meta* m = a.areas[o].first; m; m = m->link.next) {
+      if (m->flags & F_ZEROED)
+        continue;
+      size_t bytes = PAGE_SIZE << o;
+      if (madvise(page_of(m), bytes, MADV_DONTNEED) != 0)
+        continue;
+      m->flags |= F_ZEROED;
+      a.dirty_large -= size_t{1} << o;
+      released += bytes;
+    }
+  }
+  a.bytes_returned += released;
+  return released;
+}
+
+// After frees: give back what the policy says (lock held).
+void after_free(allocator& a, chunk* emptied, unmap_list& later) {
+  if (emptied)
+    retire_chunk(a, emptied, later);
+  if (a.dirty_large > RELEASE_AFTER_FRAMES)
+    release_dirty_runs(a);
+}
+
+// The lock; without __GFP_DIRECT_RECLAIM only if it is free within a few tries.
+bool lock_for(allocator& a, gfp_t gfp) {
+  if (gfpflags_allow_blocking(gfp)) {
+    a.lock.lock();
+    return true;
+  }
+  for (unsigned i = 0; i < TRYLOCK_SPINS; i++) {
+    if (a.lock.try_lock())
+      return true;
+    __builtin_ia32_pause();
+  }
+  return false;
+}
+
+// A block of `order` from the free lists, mapping a chunk when they have none.
+// Returns with the lock held when it succeeds.
+frame_meta* take_block_mapping(allocator& a, gfp_t gfp, unsigned order, bool* zeroed) {
+  if (!lock_for(a, gfp))
+    return nullptr;
+  for (;;) {
+    if (frame_meta* m = take_block(a, order, zeroed))
+      return m;
+    a.lock.unlock();
+    chunk* c = new_chunk();
+    if (!c || !lock_for(a, gfp)) {
+      if (c)
+        delete_chunk(c);
+      return nullptr;
+    }
+    if (!add_chunk(a, c)) {
+      a.lock.unlock();
+      delete_chunk(c);
+      return nullptr;
+    }
+  }
+}
+
+// --- Per-thread caches of order-0 frames --------------------------------------
+
+struct thread_cache {
+  frame_meta* frames[CACHE_CAPACITY];
+  unsigned n = 0;
+  std::atomic<unsigned> published{0};  // n, for the statistics of other threads
+  thread_cache* next = nullptr;
+  thread_cache* prev = nullptr;
+  bool registered = false;
+
+  void set_n(unsigned v) {
+    n = v;
+    published.store(v, std::memory_order_relaxed);
+  }
+  ~thread_cache();
+};
+
+// Moves frames to the free lists until `keep` remain (lock held).
+void drain_locked(allocator& a, thread_cache& tc, unsigned keep, unmap_list& later) {
+  unsigned n = tc.n;
+  while (n > keep) {
+    frame_meta* m = tc.frames[--n];
+    chunk* emptied = put_block(a, m, 0, m->flags & F_ZEROED);
+    if (emptied)
+      retire_chunk(a, emptied, later);
+  }
+  tc.set_n(n);
+  if (a.dirty_large > RELEASE_AFTER_FRAMES)
+    release_dirty_runs(a);
+}
+
+void unregister_cache(allocator& a, thread_cache& tc) {
+  if (!tc.registered)
+    return;
+  (tc.prev ? tc.prev->next : a.caches) = tc.next;
+  if (tc.next)
+    tc.next->prev = tc.prev;
+  tc.registered = false;
+}
+
+thread_cache::~thread_cache() {
+  allocator& a = the_allocator();
+  unmap_list later;
+  std::lock_guard g(a.lock);
+  drain_locked(a, *this, 0, later);
+  unregister_cache(a, *this);
+}
+
+thread_local thread_cache this_thread_cache;
+
+// Fills the cache with a batch. Returns false when not one frame was found.
+bool refill(allocator& a, thread_cache& tc, gfp_t gfp) {
+  bool zeroed;
+  frame_meta* m = take_block_mapping(a, gfp, 0, &zeroed);
+  if (!m)
+    return false;
+  if (!tc.registered) {
+    tc.next = a.caches;
+    if (a.caches)
+      a.caches->prev = &tc;
+    a.caches = &tc;
+    tc.registered = true;
+  }
+  unsigned n = tc.n;
+  for (;;) {
+    m->flags = F_CACHED | (zeroed ? F_ZEROED : 0);
+    tc.frames[n++] = m;
+    if (n == CACHE_BATCH || !(m = take_block(a, 0, &zeroed)))
+      break;
+  }
+  a.lock.unlock();
+  tc.set_n(n);
+  return true;
+}
+
+page* hand_out(frame_meta* m, unsigned order, gfp_t gfp, bool zeroed) {
+  bool direct = m->flags & F_DIRECT;  // a direct mapping's tails have no metadata
+  m->order = static_cast<uint8_t>(order);
+  m->flags = F_HEAD | (direct ? F_DIRECT : 0) | (order && (gfp & __GFP_COMP) ? F_COMPOUND : 0);
+  page* p = page_of(m);
+  if ((m->flags & F_COMPOUND) && !direct) {
+    for (size_t i = 1; i < (size_t{1} << order); i++) {
+      m[i].flags = F_TAIL;
+      m[i].head_index = m->index;
+    }
+  }
+  if ((gfp & __GFP_ZERO) && !zeroed)
+    std::memset(p, 0, PAGE_SIZE << order);
+  m->refcount.store(1, std::memory_order_release);
+  return p;
+}
+
+page* alloc_order0(gfp_t gfp) {
+  thread_cache& tc = this_thread_cache;
+  if (!tc.n && !refill(the_allocator(), tc, gfp))
+    return nullptr;
+  frame_meta* m = tc.frames[tc.n - 1];
+  tc.set_n(tc.n - 1);
+  return hand_out(m, 0, gfp, m->flags & F_ZEROED);
+}
+
+void free_order0(frame_meta* m) {
+  thread_cache& tc = this_thread_cache;
+  if (tc.n == CACHE_CAPACITY) {
+    allocator& a = the_allocator();
+    unmap_list later;
+    std::lock_guard g(a.lock);
+    drain_locked(a, tc, CACHE_CAPACITY - CACHE_BATCH, later);
+  }
+  m->flags = F_CACHED;
+  tc.frames[tc.n] = m;
+  tc.set_n(tc.n + 1);
+}
+
+page* alloc_direct(gfp_t gfp, unsigned order) {
+  size_t bytes = PAGE_SIZE << order;
+  void* mem = map_aligned(bytes, bytes);
+  if (!mem)
+    return nullptr;
+  auto* d = new (std::nothrow) direct_mapping();
+  allocator& a = the_allocator();
+  if (!d || !lock_for(a, gfp)) {
+    munmap(mem, bytes);
+    delete d;
+    return nullptr;
+  }
+  d->kind = region_kind::direct;
+  d->base = reinterpret_cast<uintptr_t>(mem);
+  d->bytes = bytes;
+  bool ok = true;
+  for (size_t off = 0; off < bytes && ok; off += CHUNK_SIZE)
+    ok = set_region(d->base + off, d);
+  if (ok)
+    a.direct_bytes += bytes;
+  else
+    for (size_t off = 0; off < bytes; off += CHUNK_SIZE)
+      set_region(d->base + off, nullptr);
+  a.lock.unlock();
+  if (!ok) {
+    munmap(mem, bytes);
+    delete d;
+    return nullptr;
+  }
+  d->head.flags = F_DIRECT;
+  return hand_out(&d->head, order, gfp, true);
+}
+
+void free_direct(frame_meta* head) {
+  auto* d = reinterpret_cast<direct_mapping*>(reinterpret_cast<unsigned char*>(head) -
+                                              offsetof(direct_mapping, head));
+  allocator& a = the_allocator();
+  {
+    std::lock_guard g(a.lock);
+    for (size_t off = 0; off < d->bytes; off += CHUNK_SIZE)
+      set_region(d->base + off, nullptr);
+    a.direct_bytes -= d->bytes;
+    a.bytes_returned += d->bytes;
+  }
+  munmap(reinterpret_cast<void*>(d->base), d->bytes);
+  delete d;
+}
+
+}  // namespace
+
+void* region_of(uintptr_t addr) noexcept {
+  size_t top = addr >> (SLOT_SHIFT + LEAF_BITS);
+  if (top >= TOP_ENTRIES)
+    return nullptr;
+  leaf* l = region_table[top].load(std::memory_order_acquire);
+  return l ? l->slots[(addr >> SLOT_SHIFT) & (LEAF_ENTRIES - 1)].load(std::memory_order_acquire) : nullptr;
+}
+
+void free_allocation(frame_meta* head) noexcept {
+  unsigned order = head->order;
+  if (head->flags & F_DIRECT)
+    return free_direct(head);
+  if (order == 0)
+    return free_order0(head);
+  if (head->flags & F_COMPOUND)
+    for (size_t i = 1; i < (size_t{1} << order); i++)
+      head[i].flags = 0;
+  allocator& a = the_allocator();
+  unmap_list later;
+  std::lock_guard g(a.lock);
+  after_free(a, put_block(a, head, order, false), later);
+}
+
+}  // namespace internal
+
+page* alloc_pages(gfp_t gfp, unsigned order) noexcept {
+  using namespace internal;
+  if (should_fail_alloc_page() || order > MAX_ORDER)
+    return nullptr;
+  if (order == 0)
+    return alloc_order0(gfp);
+  if (order > CHUNK_ORDER)
+    return alloc_direct(gfp, order);
+  allocator& a = the_allocator();
+  bool zeroed;
+  frame_meta* m = take_block_mapping(a, gfp, order, &zeroed);
+  if (!m)
+    return nullptr;
+  a.lock.unlock();
+  return hand_out(m, order, gfp, zeroed);
+}
+
+page_alloc_stats page_alloc_read_stats() noexcept {
+  using namespace internal;
+  allocator& a = the_allocator();
+  std::lock_guard g(a.lock);
+  size_t cached = 0;
+  for (thread_cache* tc = a.caches; tc; tc = tc->next)
+    cached += tc->published.load(std::memory_order_relaxed);
+  return {.frames_in_use = a.frames_out - cached + (a.direct_bytes >> PAGE_SHIFT),
+          .frames_cached = cached,
+          .frames_free = a.frames_free,
+          .chunks_held = a.chunks_held,
+          .direct_bytes = a.direct_bytes,
+          .bytes_returned = a.bytes_returned};
+}
+
+void page_alloc_drain_thread_cache() noexcept {
+  using namespace internal;
+  allocator& a = the_allocator();
+  unmap_list later;
+  std::lock_guard g(a.lock);
+  drain_locked(a, this_thread_cache, 0, later);
+}
+
+size_t page_alloc_release_free() noexcept {
+  using namespace internal;
+  allocator& a = the_allocator();
+  std::vector<chunk*> unmap;
+  size_t returned;
+  {
+    std::lock_guard g(a.lock);
+    size_t before = a.bytes_returned;
+    unmap.reserve(a.areas[CHUNK_ORDER].count);
+    // Every entirely free chunk goes, the spares included.
+    while (frame_meta* m = a.areas[CHUNK_ORDER].first) {
+      chunk* c = chunk_of(m);
+      if (!(m->flags & F_ZEROED))
+        a.bytes_returned += CHUNK_SIZE;
+      list_del(a, m);
+      a.chunks_held--;
+      set_region(c->base, nullptr);
+      unmap.push_back(c);
+    }
+    release_dirty_runs(a);
+    returned = a.bytes_returned - before;
+  }
+  for (chunk* c : unmap)
+    delete_chunk(c);
+  return returned;
+}
+
+}  // namespace iov
