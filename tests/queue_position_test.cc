@@ -1,6 +1,6 @@
 // queue_position_test.cc: the position operations of the queue iterators
 // (ITER_BVECQ as posted in "[PATCH v4 15/30] iov_iter: Add a segmented queue
-// of bio_vec[]"), against hand-computed results and the flat model: advance
+// of bio_vec[]", ITER_FOLIOQ as in mainline), against hand-computed results and the flat model: advance
 // and revert across segments and empty ones, npages, alignment, the
 // single-segment count, reexpand and the no-op restore.
 //
@@ -23,16 +23,17 @@ using iov_test::Chunk;
 using iov_test::Kind;
 using iov_test::Layout;
 
-std::vector<std::unique_ptr<Layout>> queue_layouts(uint64_t seed) {
-  std::vector<std::unique_ptr<Layout>> v;
-  for (auto& l : iov_test::mixed_layouts(seed, 12))
-    if (iov_test::queued(l->kind())) v.push_back(std::move(l));
-  return v;
-}
-
 // Where the iterator stands: its flat segment index and the offset into it.
 std::pair<size_t, size_t> stand(const Layout& l, const iov::iov_iter& it) {
+  if (it.type == iov::ITER_FOLIOQ) return {l.flat_slot(it.folioq, it.folioq_slot), it.iov_offset};
   return {l.flat_slot(it.bvecq, it.bvecq_slot), it.iov_offset};
+}
+
+std::vector<std::unique_ptr<Layout>> layouts_of(Kind k, uint64_t seed) {
+  std::vector<std::unique_ptr<Layout>> v;
+  for (auto& l : iov_test::mixed_layouts(seed, 12))
+    if (l->kind() == k) v.push_back(std::move(l));
+  return v;
 }
 
 // Three segments: {A: 100 B: 0} {} {C: PAGE_SIZE at 0, D: 50 at 4000}.
@@ -100,7 +101,7 @@ TEST(BvecqRevert, ThroughPrevAsThePosting) {
 TEST(BvecqRevert, UndoesAnyAdvanceOrWalk) {
   for (uint64_t seed : iov_test::test_seeds({31, 32})) {
     std::mt19937_64 rng(seed);
-    for (const auto& l : queue_layouts(seed)) {
+    for (const auto& l : layouts_of(Kind::bvecq, seed)) {
       for (int trial = 0; trial < 20; trial++) {
         size_t a = std::uniform_int_distribution<size_t>(0, l->total())(rng);
         size_t b = std::uniform_int_distribution<size_t>(0, a)(rng);
@@ -136,7 +137,7 @@ int model_npages(const Layout& l, const iov::iov_iter& it) {
 }
 
 TEST(BvecqNpages, FollowsTheModelWithCaps) {
-  for (const auto& l : queue_layouts(51)) {
+  for (const auto& l : layouts_of(Kind::bvecq, 51)) {
     for (size_t pos : {size_t{0}, size_t{1}, l->total() / 2}) {
       if (pos > l->total()) continue;
       for (size_t count : {l->total() - pos, (l->total() - pos) / 3}) {
@@ -155,7 +156,7 @@ TEST(BvecqNpages, FollowsTheModelWithCaps) {
 }
 
 TEST(BvecqAlignment, OffsetsAndPartsOfEverySlot) {
-  for (const auto& l : queue_layouts(61)) {
+  for (const auto& l : layouts_of(Kind::bvecq, 61)) {
     for (size_t pos : {size_t{0}, l->total() / 3}) {
       iov::iov_iter it = l->iter(iov::ITER_DEST);
       iov::iov_iter_advance(&it, pos);
@@ -220,6 +221,165 @@ TEST(BvecqRestore, IsANoOpAsTheKernelWarns) {
   iov_test::IterState moved = iov_test::state_of(it);
   iov::iov_iter_restore(&it, &st);
   EXPECT_EQ(iov_test::state_of(it), moved);
+}
+
+// ---- ITER_FOLIOQ ----
+
+// Segment 1: 29 fillers behind the start, then F0 (order 1) and F1 (order 0);
+// segment 2: F2 (order 2). The iterator starts 100 bytes into F0.
+std::unique_ptr<Layout> two_segments() {
+  auto l = Layout::make_folioq({1, 0, 2}, 29, 100);
+  l->fill(9);
+  return l;
+}
+
+TEST(FolioqAdvance, AcrossSegmentsAsTheKernel) {
+  auto l = two_segments();
+  iov::iov_iter it = l->iter(iov::ITER_SOURCE);
+  EXPECT_EQ(it.folioq_slot, 29u);
+  iov::iov_iter_advance(&it, 2 * PAGE_SIZE - 101);
+  EXPECT_EQ(stand(*l, it), std::make_pair(size_t{0}, 2 * PAGE_SIZE - 1));
+  iov::iov_iter_advance(&it, 1);  // F0 done: on F1, slot 30
+  EXPECT_EQ(it.folioq_slot, 30u);
+  EXPECT_EQ(it.iov_offset, 0u);
+  iov::iov_iter_advance(&it, PAGE_SIZE);  // F1 done: slot 31 is past the segment, so the next one's slot 0
+  EXPECT_EQ(it.folioq, l->slot_home(2).first);
+  EXPECT_EQ(it.folioq_slot, 0u);
+  iov::iov_iter_advance(&it, 5);
+  EXPECT_EQ(stand(*l, it), std::make_pair(size_t{2}, size_t{5}));
+  iov_test::expect_at(*l, it, 3 * PAGE_SIZE - 100 + 5, l->total() - (3 * PAGE_SIZE - 100 + 5));
+}
+
+TEST(FolioqRevert, ThroughPrevAsTheKernel) {
+  auto l = two_segments();
+  iov::iov_iter it = l->iter(iov::ITER_SOURCE);
+  iov::iov_iter_advance(&it, 3 * PAGE_SIZE - 100 + 5);  // 5 bytes into F2
+  iov::iov_iter_revert(&it, 6);                           // the last byte of F1
+  EXPECT_EQ(stand(*l, it), std::make_pair(size_t{1}, PAGE_SIZE - 1));
+  EXPECT_EQ(it.folioq, l->folioq_head());
+  iov::iov_iter_revert(&it, PAGE_SIZE);  // into F0
+  EXPECT_EQ(stand(*l, it), std::make_pair(size_t{0}, 2 * PAGE_SIZE - 1));
+  // Behind the start, the fillers: the kernel's revert goes there too.
+  iov::iov_iter_revert(&it, 2 * PAGE_SIZE);
+  EXPECT_EQ(it.folioq_slot, 28u);
+  EXPECT_EQ(it.iov_offset, PAGE_SIZE - 1);
+  // (Past the head of the queue: checks_death_test's RevertPastTheStart.)
+}
+
+TEST(FolioqRevert, UndoesAnyAdvanceOrWalk) {
+  for (uint64_t seed : iov_test::test_seeds({33, 34})) {
+    std::mt19937_64 rng(seed);
+    for (const auto& l : layouts_of(Kind::folioq, seed)) {
+      for (int trial = 0; trial < 20; trial++) {
+        size_t a = std::uniform_int_distribution<size_t>(0, l->total())(rng);
+        size_t b = std::uniform_int_distribution<size_t>(0, a)(rng);
+        iov::iov_iter it = l->iter(iov::ITER_SOURCE);
+        std::vector<unsigned char> sink(a);
+        if (trial % 2) iov::iov_iter_advance(&it, a);
+        else ASSERT_EQ(iov::copy_from_iter(sink.data(), a, &it), a);
+        iov::iov_iter_revert(&it, b);
+        iov_test::expect_at(*l, it, a - b, l->total() - a + b);
+        std::vector<unsigned char> got(l->total() - (a - b)), flat = l->gather();
+        EXPECT_EQ(iov::copy_from_iter(got.data(), got.size(), &it), got.size());
+        EXPECT_TRUE(std::equal(got.begin(), got.end(), flat.begin() + (a - b))) << "a " << a << " b " << b;
+      }
+    }
+  }
+}
+
+// npages and alignment see whole folios: the pages the count touches from
+// where it stands, and the offset into the folio ORed with the count.
+TEST(FolioqNpagesAlignment, FollowTheModel) {
+  for (const auto& l : layouts_of(Kind::folioq, 52)) {
+    for (size_t pos : {size_t{0}, size_t{1}, l->total() / 2}) {
+      if (pos >= l->total()) continue;
+      for (size_t count : {l->total() - pos, (l->total() - pos) / 3 + 1}) {
+        iov::iov_iter it = l->iter(iov::ITER_SOURCE);
+        iov::iov_iter_advance(&it, pos);
+        iov::iov_iter_truncate(&it, count);
+        int pages = 0;
+        for (const Chunk& c : l->runs()) {
+          size_t a = std::max(pos, c.flat), b = std::min(pos + count, c.flat + c.len);
+          if (a >= b) continue;
+          uintptr_t first = reinterpret_cast<uintptr_t>(c.base + (a - c.flat)), last = first + (b - a) - 1;
+          pages += static_cast<int>(last / PAGE_SIZE - first / PAGE_SIZE + 1);
+        }
+        EXPECT_EQ(iov::iov_iter_npages(&it, INT_MAX), pages) << "pos " << pos << " count " << count;
+        EXPECT_EQ(iov::iov_iter_npages(&it, 1), 1);
+        size_t seg = stand(*l, it).first;
+        auto folio_off = static_cast<unsigned long>(l->addr(pos) - static_cast<unsigned char*>(
+                                                                       iov::folio_address(l->folio_of(seg))));
+        EXPECT_EQ(iov::iov_iter_alignment(&it), folio_off | count);
+        EXPECT_EQ(iov::iov_iter_is_aligned(&it, 511, 511), !(folio_off & 511) && !(count & 511));
+      }
+    }
+  }
+}
+
+TEST(FolioqSingleSegCount, TheFolioSizeAsTheKernel) {
+  auto l = two_segments();
+  iov::iov_iter it = l->iter(iov::ITER_SOURCE);
+  EXPECT_EQ(iov::iov_iter_single_seg_count(&it), 2 * PAGE_SIZE) << "the whole folio, offset or not";
+  iov::iov_iter_advance(&it, 2 * PAGE_SIZE - 100);
+  EXPECT_EQ(iov::iov_iter_single_seg_count(&it), PAGE_SIZE);
+  iov::iov_iter_truncate(&it, 10);
+  EXPECT_EQ(iov::iov_iter_single_seg_count(&it), 10u);
+  auto past = Layout::make_folioq({2}, 31);  // on slot 31: the next segment's first folio
+  it = past->iter(iov::ITER_SOURCE);
+  EXPECT_EQ(iov::iov_iter_single_seg_count(&it), 4 * PAGE_SIZE);
+}
+
+TEST(FolioqReexpandRestore, AsTheOtherQueues) {
+  auto l = two_segments();
+  iov::iov_iter it = l->iter(iov::ITER_SOURCE);
+  iov::iov_iter_advance(&it, 50);
+  iov::iov_iter_truncate(&it, 1);
+  iov::iov_iter_reexpand(&it, l->total() - 50);
+  EXPECT_EQ(it.count, l->total() - 50);
+  iov_test::expect_at(*l, it, 50, l->total() - 50);
+  iov::iov_iter_state st;
+  iov::iov_iter_save_state(&it, &st);
+  iov::iov_iter_advance(&it, PAGE_SIZE);
+  iov_test::IterState moved = iov_test::state_of(it);
+  iov::iov_iter_restore(&it, &st);
+  EXPECT_EQ(iov_test::state_of(it), moved) << "the kernel warns and does nothing";
+}
+
+// folio_queue.h's helpers.
+TEST(FolioQueue, AppendMarksAndClear) {
+  iov::folio_queue fq{};
+  iov::folioq_init(&fq, 7);
+  EXPECT_EQ(fq.rreq_id, 7u);
+  EXPECT_EQ(iov::folioq_nr_slots(&fq), 31u);
+  EXPECT_EQ(iov::folioq_count(&fq), 0u);
+  iov::folio* f0 = iov::folio_alloc(iov::GFP_KERNEL, 0);
+  iov::folio* f2 = iov::folio_alloc(iov::GFP_KERNEL, 2);
+  EXPECT_EQ(iov::folioq_append(&fq, f0), 0u);
+  EXPECT_EQ(iov::folioq_append_mark(&fq, f2), 1u);
+  EXPECT_EQ(iov::folioq_count(&fq), 2u);
+  EXPECT_EQ(iov::folioq_folio(&fq, 1), f2);
+  EXPECT_EQ(iov::folioq_folio_order(&fq, 1), 2u);
+  EXPECT_EQ(iov::folioq_folio_size(&fq, 1), 4 * PAGE_SIZE);
+  EXPECT_FALSE(iov::folioq_is_marked(&fq, 0));
+  EXPECT_TRUE(iov::folioq_is_marked(&fq, 1));
+  iov::folioq_mark2(&fq, 0);
+  EXPECT_TRUE(iov::folioq_is_marked2(&fq, 0));
+  EXPECT_FALSE(iov::folioq_is_marked2(&fq, 1));
+  iov::folioq_unmark2(&fq, 0);
+  EXPECT_FALSE(iov::folioq_is_marked2(&fq, 0));
+  iov::folioq_mark2(&fq, 1);
+  iov::folioq_clear(&fq, 1);
+  EXPECT_EQ(iov::folioq_folio(&fq, 1), nullptr);
+  EXPECT_FALSE(iov::folioq_is_marked(&fq, 1));
+  EXPECT_FALSE(iov::folioq_is_marked2(&fq, 1));
+  EXPECT_EQ(iov::folioq_count(&fq), 2u) << "clearing leaves the count";
+  for (unsigned k = 2; k < 31; k++) {
+    EXPECT_FALSE(iov::folioq_full(&fq));
+    iov::folioq_append(&fq, f0);
+  }
+  EXPECT_TRUE(iov::folioq_full(&fq));
+  iov::folio_put(f0);
+  iov::folio_put(f2);
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include <cstdlib>
 
 #include "iov/config.hpp"
+#include "iov/folio_queue.hpp"
 #include "iov/iov_iter.hpp"
 #include "iov/iterate.hpp"
 #include "iov/page.hpp"
@@ -236,6 +237,53 @@ inline ssize_t extract_bvecq_pages(iov_iter* i, page*** pages, size_t maxsize, u
   return static_cast<ssize_t>(extracted);
 }
 
+// FOLIOQ: the kernel's iov_iter_extract_folioq_pages(): page by page through
+// the folios (every page of a folio but its last is full, so any run is
+// virtually contiguous), from a slot past a segment's end into the next.
+inline ssize_t extract_folioq_pages(iov_iter* i, page*** pages, size_t maxsize, unsigned maxpages,
+                                    size_t* offset0) {
+  const folio_queue* folioq = i->folioq;
+  unsigned slot = i->folioq_slot, nr = 0;
+  size_t extracted = 0;
+  if (slot >= folioq_nr_slots(folioq)) {
+    if (!folioq->next || IOV_BUG_ON(i->iov_offset != 0, "iov_iter_extract_pages: offset past a folio queue segment"))
+      return -EIO;  // the kernel's WARN_ON; with no next segment, the kernel's NULL
+    folioq = folioq->next;
+    slot = 0;
+  }
+  size_t offset = i->iov_offset & ~PAGE_MASK;
+  *offset0 = offset;
+  maxpages = want_pages_array(pages, maxsize, offset, maxpages);
+  if (!maxpages)
+    return -ENOMEM;
+  page** p = *pages;
+  for (;;) {
+    folio* f = folioq_folio(folioq, slot);
+    size_t off = i->iov_offset, fsize = folioq_folio_size(folioq, slot);
+    size_t part = PAGE_SIZE - off % PAGE_SIZE;
+    if (off < fsize) {
+      part = std::min({part, maxsize - extracted, fsize - off});
+      i->count -= part;
+      i->iov_offset += part;
+      extracted += part;
+      p[nr++] = folio_page(f, off / PAGE_SIZE);
+    }
+    if (nr >= maxpages || extracted >= maxsize)
+      break;
+    if (i->iov_offset >= fsize) {
+      i->iov_offset = 0;
+      slot++;
+      if (slot == folioq_nr_slots(folioq) && folioq->next) {
+        folioq = folioq->next;
+        slot = 0;
+      }
+    }
+  }
+  i->folioq = folioq;
+  i->folioq_slot = static_cast<uint8_t>(slot);
+  return static_cast<ssize_t>(extracted);
+}
+
 // XARRAY: consecutive present indices; a missing index ends the run.
 inline ssize_t extract_xarray_pages(iov_iter* i, page*** pages, size_t maxsize, unsigned maxpages, size_t* offset0) {
   size_t pos = static_cast<size_t>(i->xarray_start) + i->iov_offset;
@@ -283,6 +331,8 @@ inline ssize_t iov_iter_extract_pages(iov_iter* i, page*** pages, size_t maxsize
       return internal::extract_bvec_pages(i, pages, maxsize, maxpages, offset0);
     case ITER_BVECQ:
       return internal::extract_bvecq_pages(i, pages, maxsize, maxpages, offset0);
+    case ITER_FOLIOQ:
+      return internal::extract_folioq_pages(i, pages, maxsize, maxpages, offset0);
     case ITER_XARRAY:
       return internal::extract_xarray_pages(i, pages, maxsize, maxpages, offset0);
     default:

@@ -19,6 +19,8 @@
 #include "iov/highmem.hpp"
 #include "iov/bvec.hpp"
 #include "iov/bvecq.hpp"
+#include "iov/folio_batch.hpp"
+#include "iov/folio_queue.hpp"
 #include "iov/rcu.hpp"
 #include "iov/xarray.hpp"
 #include "iov/iov_iter.hpp"

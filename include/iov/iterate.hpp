@@ -22,6 +22,7 @@
 #include "iov/bvec.hpp"
 #include "iov/bvecq.hpp"
 #include "iov/config.hpp"
+#include "iov/folio_queue.hpp"
 #include "iov/highmem.hpp"
 #include "iov/iov_iter.hpp"
 #include "iov/page.hpp"
@@ -213,6 +214,56 @@ stop:
   return progress;
 }
 
+// Handle ITER_FOLIOQ: a piece never crosses a page. The iterator may stand on
+// slot folioq_nr_slots() (the queue was extended since); a slot without a
+// folio ends the walk. Where the kernel would run off the queue (no next
+// segment), the walk ends instead.
+template <class Step>
+IOV_ALWAYS_INLINE size_t iterate_folioq(iov_iter* iter, size_t len, void* priv, void* priv2, Step&& step) {
+  if (!internal::walk_begin(iter, ITER_FOLIOQ, len, "iterate_folioq: iterator of another type"))
+    return 0;
+  const folio_queue* folioq = iter->folioq;
+  unsigned slot = iter->folioq_slot;
+  size_t progress = 0, skip = iter->iov_offset;
+  if (slot == folioq_nr_slots(folioq) && folioq->next) {
+    folioq = folioq->next;
+    slot = 0;
+  }
+  do {
+    if (slot >= folioq_nr_slots(folioq))
+      break;
+    folio* f = folioq_folio(folioq, slot);
+    if (!f)
+      break;
+    size_t fsize = folioq_folio_size(folioq, slot), remain = 0;
+    if (skip < fsize) {
+      char* base = static_cast<char*>(kmap_local_folio(f, skip));
+      size_t part = std::min(len, PAGE_SIZE - skip % PAGE_SIZE);
+      remain = step(base, progress, part, priv, priv2);
+      kunmap_local(base);
+      size_t consumed = part - remain;
+      len -= consumed;
+      progress += consumed;
+      skip += consumed;
+    }
+    if (skip >= fsize) {
+      skip = 0;
+      slot++;
+      if (slot == folioq_nr_slots(folioq) && folioq->next) {
+        folioq = folioq->next;
+        slot = 0;
+      }
+    }
+    if (remain)
+      break;
+  } while (len);
+  iter->folioq_slot = static_cast<uint8_t>(slot);
+  iter->folioq = folioq;
+  iter->iov_offset = skip;
+  iter->count -= progress;
+  return progress;
+}
+
 // Handle ITER_XARRAY: one page per index; a missing index ends the walk (the
 // kernel skips holes). The RCU read side keeps the tree's nodes alive.
 template <class Step>
@@ -283,6 +334,8 @@ IOV_ALWAYS_INLINE size_t iterate_and_advance2(iov_iter* iter, size_t len, void* 
       return iterate_kvec(iter, len, priv, priv2, step);
     case ITER_BVECQ:
       return iterate_bvecq(iter, len, priv, priv2, step);
+    case ITER_FOLIOQ:
+      return iterate_folioq(iter, len, priv, priv2, step);
     case ITER_XARRAY:
       return iterate_xarray(iter, len, priv, priv2, step);
     default:

@@ -23,6 +23,7 @@
 
 #include "iov/config.hpp"
 #include "iov/internal/bvecq_position.hpp"
+#include "iov/internal/folioq_position.hpp"
 #include "iov/iov_iter.hpp"
 #include "iov/page.hpp"
 
@@ -148,6 +149,9 @@ inline void iov_iter_advance(iov_iter* i, size_t size) {
     case ITER_BVECQ:
       internal::bvecq_advance(i, size);
       break;
+    case ITER_FOLIOQ:
+      internal::folioq_advance(i, size);
+      break;
     default:
       i->count -= size;
       break;
@@ -181,6 +185,9 @@ inline void iov_iter_revert(iov_iter* i, size_t unroll) {
     case ITER_BVECQ:
       ok = internal::bvecq_revert(i, rest);
       break;
+    case ITER_FOLIOQ:
+      ok = internal::folioq_revert(i, rest);
+      break;
     default:  // UBUF, XARRAY: never stray before the start of the range
       ok = !IOV_BUG_ON(true, "iov_iter_revert: past the start of the buffer");
       break;
@@ -209,6 +216,9 @@ inline void iov_iter_reexpand(iov_iter* i, size_t count) {
     case ITER_BVECQ:
       capacity = internal::bvecq_ahead(i, count);
       break;
+    case ITER_FOLIOQ:
+      capacity = internal::folioq_ahead(i, count);
+      break;
     case ITER_DISCARD:
       capacity = SIZE_MAX;
       break;
@@ -236,6 +246,8 @@ inline size_t iov_iter_single_seg_count(const iov_iter* i) {
   }
   if (IOV_UNLIKELY(iov_iter_is_bvecq(i)))
     return internal::bvecq_single_seg_count(i);
+  if (IOV_UNLIKELY(iov_iter_is_folioq(i)))
+    return internal::folioq_single_seg_count(i);
   return i->count;
 }
 
@@ -258,6 +270,8 @@ inline int iov_iter_npages(const iov_iter* i, int maxpages) {
       return internal::segs_npages<bio_vec>(i, maxpages);
     case ITER_BVECQ:
       return internal::bvecq_npages(i, maxpages);
+    case ITER_FOLIOQ:
+      return internal::folioq_npages(i, maxpages);
     default:
       return 0;
   }
@@ -297,6 +311,8 @@ inline unsigned long iov_iter_alignment(const iov_iter* i) {
       return internal::segs_alignment<bio_vec>(i);
     case ITER_BVECQ:
       return internal::bvecq_alignment(i);
+    case ITER_FOLIOQ:  // whole folios
+      return internal::folioq_alignment(i);
     case ITER_XARRAY:  // whole pages
       return (static_cast<unsigned long>(i->xarray_start) + i->iov_offset) | i->count;
     default:
@@ -316,6 +332,8 @@ inline bool iov_iter_is_aligned(const iov_iter* i, unsigned addr_mask, unsigned 
       return internal::segs_aligned<bio_vec>(i, addr_mask, len_mask);
     case ITER_BVECQ:
       return internal::bvecq_is_aligned(i, addr_mask, len_mask);
+    case ITER_FOLIOQ:
+      return internal::folioq_is_aligned(i, addr_mask, len_mask);
     case ITER_XARRAY:
       return !(i->count & len_mask) && !((static_cast<unsigned long>(i->xarray_start) + i->iov_offset) & addr_mask);
     default:

@@ -81,6 +81,7 @@ layout::layout(Kind k, size_t total, std::mt19937_64& rng) : kind_(k), total_(to
     case Kind::kvec: build_vec(rng); break;
     case Kind::bvec: build_bvec(rng); break;
     case Kind::bvecq: build_bvecq(rng); break;
+    case Kind::folioq: build_folioq(rng); break;
     case Kind::xarray: build_xarray(rng); break;
     case Kind::discard: break;
   }
@@ -100,6 +101,10 @@ void layout::init(iov::iov_iter* it, unsigned dir) const {
     case Kind::kvec: iov::iov_iter_kvec(it, dir, kvecs_.data(), kvecs_.size(), total_); break;
     case Kind::bvec: iov::iov_iter_bvec(it, dir, bvecs_.data(), bvecs_.size(), total_); break;
     case Kind::bvecq: iov::iov_iter_bvec_queue(it, dir, bqs_.front(), 0, 0, total_); break;
+    case Kind::folioq:
+      iov::iov_iter_folio_queue(it, dir, folioq_->folioq_head(), folioq_->folioq_first_slot(),
+                                static_cast<unsigned>(folioq_->folioq_offset()), total_);
+      break;
     case Kind::xarray: iov::iov_iter_xarray(it, dir, xa_.get(), xa_start_, total_); break;
     case Kind::discard: iov::iov_iter_discard(it, dir, total_); break;
   }
@@ -173,6 +178,22 @@ void layout::build_vec(std::mt19937_64& rng) {
 
 // bio_vecs may span the frames of one alloc_pages() and start anywhere in
 // it; half the time they follow one another through one allocation.
+// Folios enough for total_ bytes from a random offset, some of them in a
+// second segment; the test model's layout owns them.
+void layout::build_folioq(std::mt19937_64& rng) {
+  std::vector<unsigned> orders;
+  size_t offset = rng() % iov::PAGE_SIZE, have = 0;
+  while (have < offset + total_ || orders.empty()) {
+    orders.push_back(static_cast<unsigned>(rng() % 3));
+    have += iov::PAGE_SIZE << orders.back();
+  }
+  folioq_ = Layout::make_folioq(orders, rng() % 2 ? 29 : 0, offset);
+  for (const Chunk& c : folioq_->runs()) {
+    fill_random(rng, c.base, c.len);
+    extents_.push_back({c.base, c.len});
+  }
+}
+
 // The bio_vecs of build_bvec() in segments of two slots.
 void layout::build_bvecq(std::mt19937_64& rng) {
   build_bvec(rng);
