@@ -115,6 +115,28 @@ void describe_pages(bench_memory* m) {
       die("xa_store");
     }
   }
+  // The queue segments point into bvecs rather than holding their own.
+  for (size_t i = 0; i < BENCH_PAGES; i += BENCH_QUEUE_SLOTS) {
+    bvecq* bq = bvecq_alloc(0);
+    if (!bq)
+      die("bvecq_alloc");
+    bq->bv = &m->bvecs[i];
+    bq->inline_bv = false;
+    bq->max_slots = bq->nr_slots = static_cast<uint16_t>(std::min(BENCH_QUEUE_SLOTS, BENCH_PAGES - i));
+    if (!m->bvecqs.empty())
+      m->bvecqs.back()->next = bq, bq->prev = m->bvecqs.back();
+    m->bvecqs.push_back(bq);
+  }
+  for (size_t i = 0; i < BENCH_PAGES; i++) {
+    if (m->folioqs.empty() || folioq_count(m->folioqs.back()) == BENCH_QUEUE_SLOTS) {
+      auto* fq = new folio_queue{};
+      folioq_init(fq, 0);
+      if (!m->folioqs.empty())
+        m->folioqs.back()->next = fq, fq->prev = m->folioqs.back();
+      m->folioqs.push_back(fq);
+    }
+    folioq_append(m->folioqs.back(), page_folio(virt_to_page(m->buffer + i * PAGE_SIZE)));
+  }
   // iov_kunit_benchmark_kvec: equal parts, the remainder in the last one.
   size_t part = BENCH_SIZE / BENCH_KVECS;
   for (size_t i = 0; i < BENCH_KVECS; i++)
@@ -158,6 +180,8 @@ const char* case_name(bench_case c) {
     case bench_case::bvec_split: return "bvec_split";
     case bench_case::xarray: return "xarray";
     case bench_case::xarray_to_bvec: return "xarray_to_bvec";
+    case bench_case::bvecq: return "bvecq";
+    case bench_case::folioq: return "folioq";
   }
   return "?";
 }

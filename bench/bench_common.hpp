@@ -42,6 +42,7 @@ inline constexpr int BENCH_SAMPLES = 16;                       // IOV_KUNIT_NR_S
 inline constexpr size_t BENCH_KVECS = 8;                       // iov_kunit_benchmark_kvec's kvec[8]
 inline constexpr size_t BENCH_SPLIT_PAGES = 64;                // bvec_split: one 64-entry array per 256 KiB
 inline constexpr size_t BENCH_DECANT_PAGES = 256;              // xarray_to_bvec: 256-page bvecs per batch
+inline constexpr size_t BENCH_QUEUE_SLOTS = 31;  // the queues: a folio_queue's 31 slots a segment, for both
 
 enum class memory_kind { tiled, streaming };
 
@@ -67,6 +68,8 @@ struct bench_memory {
   std::vector<::iovec> iovecs;  // BENCH_PAGES segments of one page over buffer
   std::vector<kvec> kvecs;      // BENCH_KVECS equal segments over buffer
   std::vector<bio_vec> bvecs;   // BENCH_PAGES bvecs of one page over buffer
+  std::vector<bvecq*> bvecqs;   // those bvecs in segments of BENCH_QUEUE_SLOTS (bv points into bvecs)
+  std::vector<folio_queue*> folioqs;  // the pages as one-page folios, BENCH_QUEUE_SLOTS a segment
   xarray pages;                 // index i -> the page at buffer + i * PAGE_SIZE
 };
 bench_memory& get_memory(memory_kind kind);
@@ -91,10 +94,12 @@ void arm_copy_probes(const char* from, char* to);
 bool copy_probes_hold(const char* from, const char* to);
 
 // The kernel's benchmark cases; each walks the same 256 MiB of buffer.
-enum class bench_case { ubuf, iovec, kvec, bvec, bvec_split, xarray, xarray_to_bvec };
+// bvecq and folioq are ours (the kernel's benchmarks predate them).
+enum class bench_case { ubuf, iovec, kvec, bvec, bvec_split, xarray, xarray_to_bvec, bvecq, folioq };
 inline constexpr bench_case all_cases[] = {bench_case::ubuf,       bench_case::iovec,  bench_case::kvec,
                                            bench_case::bvec,       bench_case::bvec_split,
-                                           bench_case::xarray,     bench_case::xarray_to_bvec};
+                                           bench_case::xarray,     bench_case::xarray_to_bvec,
+                                           bench_case::bvecq,      bench_case::folioq};
 const char* case_name(bench_case c);  // "ubuf", ..., "xarray_to_bvec"
 
 // for_each_iter<C>(m, direction, op): builds the iterators of case C over
@@ -111,6 +116,8 @@ const char* case_name(bench_case c);  // "ubuf", ..., "xarray_to_bvec"
 //   xarray_to_bvec  pages extracted from an ITER_XARRAY 256 at a time
 //                   (iov_iter_extract_pages), decanted into a freshly
 //                   allocated bvec array, then walked as an ITER_BVEC
+//   bvecq           one ITER_BVECQ over the 65536 one-page bvecs, 31 a segment
+//   folioq          one ITER_FOLIOQ over the 65536 pages as one-page folios, 31 a segment
 // The allocations of bvec_split and xarray_to_bvec are part of what is timed,
 // as in the kernel (which models building a bio).
 template <bench_case C, class Op>
@@ -205,6 +212,12 @@ size_t for_each_iter(bench_memory& m, unsigned direction, Op&& op) {
       if (n != part)
         break;
     }
+  } else if constexpr (C == bench_case::bvecq) {
+    iov_iter_bvec_queue(&it, direction, m.bvecqs.front(), 0, 0, m.size);
+    done = op(&it, size_t{0});
+  } else if constexpr (C == bench_case::folioq) {
+    iov_iter_folio_queue(&it, direction, m.folioqs.front(), 0, 0, m.size);
+    done = op(&it, size_t{0});
   } else if constexpr (C == bench_case::xarray) {
     iov_iter_xarray(&it, direction, &m.pages, 0, m.size);
     done = op(&it, size_t{0});
@@ -262,6 +275,10 @@ size_t for_each_iter(bench_case c, bench_memory& m, unsigned direction, Op&& op)
       return for_each_iter<bench_case::xarray>(m, direction, op);
     case bench_case::xarray_to_bvec:
       return for_each_iter<bench_case::xarray_to_bvec>(m, direction, op);
+    case bench_case::bvecq:
+      return for_each_iter<bench_case::bvecq>(m, direction, op);
+    case bench_case::folioq:
+      return for_each_iter<bench_case::folioq>(m, direction, op);
   }
   return 0;
 }

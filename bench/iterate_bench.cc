@@ -57,6 +57,10 @@ IOV_ALWAYS_INLINE size_t typed_walk(iov_iter* it, size_t len, void* priv, Step&&
     return iterate_kvec(it, len, priv, nullptr, step);
   else if constexpr (C == bench_case::xarray)
     return iterate_xarray(it, len, priv, nullptr, step);
+  else if constexpr (C == bench_case::bvecq)
+    return iterate_bvecq(it, len, priv, nullptr, step);
+  else if constexpr (C == bench_case::folioq)
+    return iterate_folioq(it, len, priv, nullptr, step);
   else  // bvec, bvec_split, xarray_to_bvec
     return iterate_bvec(it, len, priv, nullptr, step);
 }

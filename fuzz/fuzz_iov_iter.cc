@@ -1,6 +1,7 @@
 // fuzz_iov_iter: an iov_iter of a random layout (UBUF; IOVEC and KVEC with
 // empty and overlapping segments; BVEC with multi-frame and shared pages;
-// XARRAY with holes at any index; DISCARD) driven through a random sequence of
+// BVECQ, those bio_vecs in a queue with empty segments; FOLIOQ, folios of
+// orders 0-2 across segments; XARRAY with holes at any index; DISCARD) driven through a random sequence of
 // copies, zeroing, CRCs (plain, fused and streaming), zero scans, advance, revert,
 // truncate, reexpand, save/restore, extract_pages and raw walks with short
 // steps, each checked against the flat model of fuzz_model.hpp after every
@@ -160,7 +161,8 @@ size_t probe_piece(walk_probe* w, bool user, void* base, size_t progress, size_t
   FUZZ_CHECK(w->any_step || user == L.user_backed());
   FUZZ_CHECK(progress == w->seen && progress + len <= L.count);
   FUZZ_CHECK(len || L.type == iov::ITER_BVEC);  // only a BVEC hands out empty pieces
-  if (L.type == iov::ITER_BVEC || L.type == iov::ITER_XARRAY)
+  if (L.type == iov::ITER_BVEC || L.type == iov::ITER_BVECQ || L.type == iov::ITER_FOLIOQ ||
+      L.type == iov::ITER_XARRAY)
     FUZZ_CHECK(iov::offset_in_page(base) + len <= iov::PAGE_SIZE);
   FUZZ_CHECK(L.lives_at(progress, base, len));
   size_t take = len < w->budget ? len : w->budget;
@@ -196,6 +198,8 @@ void op_walk(layout& L, input& in) {
       case iov::ITER_IOVEC: r = iov::iterate_iovec(i, n, &w, nullptr, probe_ustep); break;
       case iov::ITER_KVEC: r = iov::iterate_kvec(i, n, &w, nullptr, probe_kstep); break;
       case iov::ITER_BVEC: r = iov::iterate_bvec(i, n, &w, nullptr, probe_kstep); break;
+      case iov::ITER_BVECQ: r = iov::iterate_bvecq(i, n, &w, nullptr, probe_kstep); break;
+      case iov::ITER_FOLIOQ: r = iov::iterate_folioq(i, n, &w, nullptr, probe_kstep); break;
       case iov::ITER_XARRAY: r = iov::iterate_xarray(i, n, &w, nullptr, probe_kstep); break;
       default: r = iov::iterate_discard(i, n, &w, nullptr, probe_kstep); break;
     }
@@ -377,7 +381,8 @@ void run_op(layout& L, input& in, saved_state& saved) {
       if (!saved.valid) break;
       fuzz::trace("iov_iter_restore to pos %zu count %zu", saved.pos, saved.count);
       iov::iov_iter_restore(&L.it, &saved.st);
-      if (L.type != iov::ITER_XARRAY && !L.discard()) {  // those two: the kernel warns and does nothing
+      // XARRAY, DISCARD and the queues: the kernel warns and does nothing
+      if (L.type != iov::ITER_XARRAY && !L.discard() && L.type != iov::ITER_BVECQ && L.type != iov::ITER_FOLIOQ) {
         L.pos = saved.pos;
         L.count = saved.count;
       }

@@ -22,6 +22,8 @@
 #include <memory>
 #include <vector>
 
+#include "iov/bvecq.hpp"
+#include "iov/folio_queue.hpp"
 #include "iov/copy.hpp"
 #include "iov/crc32c.hpp"
 #include "iov/iov_iter.hpp"
@@ -157,8 +159,15 @@ class layout {
   layout& operator=(const layout&) = delete;
   ~layout() {
     iov::xa_destroy(&xa_);
-    for (region& r : regions_)
-      r.pages ? iov::free_pages(reinterpret_cast<iov::page*>(r.mem), order_of(r.len)) : delete[] r.mem;
+    for (iov::bvecq* bq : bqs_) iov::bvecq_free(bq);
+    for (iov::folio_queue* fq : fqs_) delete fq;
+    for (iov::folio* f : fillers_) iov::folio_put(f);
+    for (region& r : regions_) {
+      if (r.folio)
+        iov::folio_put(reinterpret_cast<iov::folio*>(r.mem));
+      else
+        r.pages ? iov::free_pages(reinterpret_cast<iov::page*>(r.mem), order_of(r.len)) : delete[] r.mem;
+    }
   }
 
   void build(input& in);
@@ -236,6 +245,7 @@ class layout {
     size_t len;
     bool pages;
     std::vector<unsigned char> model;
+    bool folio = false;  // from folio_alloc(): folio_put() frees it
   };
 
   region& add_region(size_t len, bool pages, uint32_t seed) {
@@ -288,7 +298,7 @@ class layout {
       r = &add_region(iov::PAGE_SIZE << in.below(3), true, seed);
     }
     size_t off = in.below(r->len + 1), len = in.length(r->len - off);
-    if (!len) empty_bvecs.push_back(addr.size());
+    if (!len && type == iov::ITER_BVEC) empty_bvecs.push_back(addr.size());
     extend(*r, off, len);
     trace("  bvec: offset %zu into %zu bytes, len %zu", off, r->len, len);
     auto* pg = reinterpret_cast<iov::page*>(r->mem);
@@ -308,18 +318,24 @@ class layout {
   std::vector<region> regions_;
   std::vector<::iovec> iovs_;
   std::vector<iov::bio_vec> bvs_;
+  std::vector<iov::bvecq*> bqs_;  // BVECQ: bvs_ in segments of mostly 0-4 slots
+  std::vector<iov::folio_queue*> fqs_;  // FOLIOQ: full segments but the last
+  std::vector<iov::folio*> fillers_;    // FOLIOQ: folios ahead of the first slot
   iov::xarray xa_;
   unsigned char empty_byte_ = 0;
 };
 
 inline void layout::build(input& in) {
   uint8_t head = in.u8(), seed = in.u8();
-  static constexpr iov::iter_type kTypes[] = {iov::ITER_UBUF, iov::ITER_IOVEC, iov::ITER_KVEC,
-                                              iov::ITER_BVEC, iov::ITER_XARRAY, iov::ITER_DISCARD};
-  type = kTypes[(head & 7) % 6];
+  // The queues last, so that inputs from before them keep their meaning.
+  static constexpr iov::iter_type kTypes[] = {iov::ITER_UBUF,   iov::ITER_IOVEC,   iov::ITER_KVEC,
+                                              iov::ITER_BVEC,   iov::ITER_XARRAY,  iov::ITER_DISCARD,
+                                              iov::ITER_BVECQ,  iov::ITER_FOLIOQ};
+  type = kTypes[head & 7];
   dir = (head >> 3) & 1 ? iov::ITER_SOURCE : iov::ITER_DEST;
-  regions_.reserve(2 * kMaxSegs + 8);  // shadow pointers stay valid
-  size_t xa_start = 0;
+  regions_.reserve(3 * kMaxSegs + 8);  // shadow pointers stay valid (FOLIOQ: up to 40 folios)
+  size_t xa_start = 0, fq_offset = 0;
+  unsigned fq_first_slot = 0;
   void* ubuf = nullptr;
   if (type == iov::ITER_UBUF) {
     region& r = add_region(in.length(2 * kMaxSeg), false, seed);
@@ -329,6 +345,45 @@ inline void layout::build(input& in) {
     for (size_t k = 0, nr = in.below(kMaxSegs + 1); k < nr; k++) iovs_.push_back(vec_segment(in, seed + k));
   } else if (type == iov::ITER_BVEC) {
     for (size_t k = 0, nr = in.below(kMaxSegs + 1); k < nr; k++) bvs_.push_back(bvec_segment(in, seed + k));
+  } else if (type == iov::ITER_BVECQ) {
+    for (size_t k = 0, nr = in.below(kMaxSegs + 1); k < nr; k++) bvs_.push_back(bvec_segment(in, seed + k));
+    for (size_t k = 0; k < bvs_.size() || bqs_.empty();) {  // empty segments too, at either end
+      iov::bvecq* bq = iov::bvecq_alloc(kMaxSegs);
+      FUZZ_CHECK(bq != nullptr);
+      size_t nr = bqs_.size() < 2 * kMaxSegs ? in.below(5) : kMaxSegs;  // the input may have run out
+      for (; nr && k < bvs_.size(); nr--) bq->bv[bq->nr_slots++] = bvs_[k++];
+      if (!bqs_.empty()) bqs_.back()->next = bq, bq->prev = bqs_.back();
+      bqs_.push_back(bq);
+    }
+  } else if (type == iov::ITER_FOLIOQ) {
+    // Up to 40 folios of order 0-2, sometimes starting late in the first
+    // segment (fillers ahead) or on the slot past its end, so walks cross.
+    auto add_segment = [this] {
+      auto* fq = new iov::folio_queue{};
+      iov::folioq_init(fq, 0);
+      if (!fqs_.empty()) fqs_.back()->next = fq, fq->prev = fqs_.back();
+      fqs_.push_back(fq);
+    };
+    add_segment();
+    fq_first_slot = in.u8() & 1 ? 27 + static_cast<unsigned>(in.below(5)) : 0;
+    for (unsigned k = 0; k < fq_first_slot; k++) {
+      fillers_.push_back(iov::folio_alloc(iov::GFP_KERNEL, 0));
+      iov::folioq_append(fqs_.back(), fillers_.back());
+    }
+    for (size_t k = 0, nr = in.below(41); k < nr; k++) {
+      if (iov::folioq_full(fqs_.back())) add_segment();
+      unsigned order = static_cast<unsigned>(in.below(3));
+      auto* f = iov::folio_alloc(iov::GFP_KERNEL, order);
+      FUZZ_CHECK(f != nullptr);
+      auto* mem = static_cast<unsigned char*>(iov::folio_address(f));
+      fill(mem, iov::folio_size(f), seed + k);
+      regions_.push_back(region{mem, iov::folio_size(f), true, std::vector<unsigned char>(mem, mem + iov::folio_size(f)), true});
+      extend(regions_.back(), 0, regions_.back().len);
+      iov::folioq_append(fqs_.back(), f);
+    }
+    if (fq_first_slot < 31 && !addr.empty()) fq_offset = in.below(regions_.front().len + 1);  // none on slot 31: the kernel's WARN
+    addr.erase(addr.begin(), addr.begin() + fq_offset);
+    shadow.erase(shadow.begin(), shadow.begin() + fq_offset);
   } else if (type == iov::ITER_XARRAY) {
     unsigned long index = xarray_index(in);
     size_t nr = in.below(6), off = nr ? in.below(iov::PAGE_SIZE) : 0;
@@ -352,9 +407,9 @@ inline void layout::build(input& in) {
   count = in.u8() & 1 ? in.below(cap + 1) : cap;  // sometimes less than the segments hold
   if (type == iov::ITER_UBUF || type == iov::ITER_XARRAY || type == iov::ITER_DISCARD)
     cap = count;  // their extent is the count they were made with
-  static const char* const kNames[] = {"UBUF", "IOVEC", "KVEC", "BVEC", "XARRAY", "DISCARD"};
-  trace("layout: %s dir %u segs %zu cap %zu count %zu", kNames[(head & 7) % 6], dir,
-        type == iov::ITER_BVEC ? bvs_.size() : iovs_.size(), cap, count);
+  static const char* const kNames[] = {"UBUF", "IOVEC", "KVEC", "BVEC", "XARRAY", "DISCARD", "BVECQ", "FOLIOQ"};
+  trace("layout: %s dir %u segs %zu cap %zu count %zu", kNames[head & 7], dir,
+        type == iov::ITER_BVEC || type == iov::ITER_BVECQ ? bvs_.size() : iovs_.size(), cap, count);
   unsigned d = (head >> 3) & 1 ? iov::ITER_SOURCE : iov::ITER_DEST;
   switch (type) {
     case iov::ITER_UBUF: iov::iov_iter_ubuf(&it, d, ubuf, count); break;
@@ -363,6 +418,10 @@ inline void layout::build(input& in) {
       iov::iov_iter_kvec(&it, d, reinterpret_cast<const iov::kvec*>(iovs_.data()), iovs_.size(), count);
       break;
     case iov::ITER_BVEC: iov::iov_iter_bvec(&it, d, bvs_.data(), bvs_.size(), count); break;
+    case iov::ITER_BVECQ: iov::iov_iter_bvec_queue(&it, d, bqs_.front(), 0, 0, count); break;
+    case iov::ITER_FOLIOQ:
+      iov::iov_iter_folio_queue(&it, d, fqs_.front(), fq_first_slot, static_cast<unsigned>(fq_offset), count);
+      break;
     case iov::ITER_XARRAY: iov::iov_iter_xarray(&it, d, &xa_, static_cast<loff_t>(xa_start), count); break;
     default: iov::iov_iter_discard(&it, d, count); break;
   }

@@ -29,8 +29,8 @@ using iov_test::Layout;
 #define EXPECT_BUG(statement, what) statement
 #endif
 
-// One small iterator of each segmented kind (and ubuf), a zero-length segment
-// among them, to step past the ends of.
+// One small iterator of each segmented kind (and ubuf, and the queues), a
+// zero-length segment among them, to step past the ends of.
 std::vector<std::unique_ptr<Layout>> small_layouts() {
   std::vector<std::unique_ptr<Layout>> layouts;
   layouts.push_back(Layout::make_ubuf(100, 3));
@@ -38,6 +38,8 @@ std::vector<std::unique_ptr<Layout>> small_layouts() {
   layouts.push_back(Layout::make_kvec({{10, 0}, {20, 5}}));
   layouts.push_back(Layout::make_bvec({{10, 5000}, {20, 0}}));
   layouts.push_back(Layout::make_xarray(100, 3 * PAGE_SIZE));
+  layouts.push_back(Layout::make_bvecq({{10, 5000}, {0, 0}, {20, 0}}, {1, 0, 2}));
+  layouts.push_back(Layout::make_folioq({0, 1}));
   return layouts;
 }
 

@@ -74,6 +74,44 @@ TEST(ExtractPages, UserAndKvecFollowTheModel) {
   }
 }
 
+// BVECQ (and the other queues): each call returns a run of pages in which
+// every page after the first starts at offset 0 and every one but the last
+// ends its page; byte j of the run is at page_address(pages[(offset0 + j) /
+// PAGE_SIZE]) + (offset0 + j) % PAGE_SIZE, which must be the model's byte
+// pos + j. The iterator advances by what was returned.
+TEST(ExtractPages, QueuesFollowTheModel) {
+  for (const auto& l : iov_test::mixed_layouts(83, 12)) {
+    if (!iov_test::queued(l->kind())) continue;
+    SCOPED_TRACE(iov_test::kind_name(l->kind()));
+    for (unsigned maxpages : {1u, 3u, kMaxPages})
+      for (size_t maxsize : {size_t{1333}, SIZE_MAX}) {
+        iov::iov_iter it = l->iter(iov::ITER_DEST);
+        size_t pos = 0;
+        while (it.count) {
+          SCOPED_TRACE(testing::Message() << "pos " << pos << " maxpages " << maxpages << " maxsize " << maxsize);
+          Extracted e = extract(&it, maxsize, maxpages);
+          ASSERT_GT(e.ret, 0) << "bytes are left";
+          size_t len = static_cast<size_t>(e.ret);
+          EXPECT_LE(len, maxsize);
+          ASSERT_LT(e.offset0, PAGE_SIZE);
+          size_t npages = div_round_up(e.offset0 + len, PAGE_SIZE);
+          ASSERT_LE(npages, maxpages);
+          for (size_t k = 0; k < kMaxPages; k++)
+            if (k >= npages) {
+              EXPECT_EQ(e.pages[k], kUnset) << "slot " << k;
+            }
+          for (size_t j = 0; j < len; j++) {
+            size_t at = e.offset0 + j;
+            auto* byte = static_cast<unsigned char*>(iov::page_address(e.pages[at / PAGE_SIZE])) + at % PAGE_SIZE;
+            ASSERT_EQ(byte, l->addr(pos + j)) << "byte " << j << " of the run";
+          }
+          pos += len;
+          iov_test::expect_at(*l, it, pos, l->total() - pos);
+        }
+      }
+  }
+}
+
 TEST(ExtractPages, UbufHandComputed) {
   auto u = Layout::make_ubuf(10000, 100);
   iov::page* first = iov::virt_to_page(u->ubuf_base());

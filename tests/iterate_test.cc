@@ -73,6 +73,8 @@ size_t walk(Form form, iov::iov_iter* it, size_t len, Recorder* rec, void* priv2
         case iov::ITER_IOVEC: return iov::iterate_iovec(it, len, rec, priv2, u);
         case iov::ITER_KVEC: return iov::iterate_kvec(it, len, rec, priv2, k);
         case iov::ITER_BVEC: return iov::iterate_bvec(it, len, rec, priv2, k);
+        case iov::ITER_BVECQ: return iov::iterate_bvecq(it, len, rec, priv2, k);
+        case iov::ITER_FOLIOQ: return iov::iterate_folioq(it, len, rec, priv2, k);
         case iov::ITER_XARRAY: return iov::iterate_xarray(it, len, rec, priv2, k);
         default: return iov::iterate_discard(it, len, rec, priv2, k);
       }
@@ -162,6 +164,16 @@ void check_walk(const Layout& l, const iov::iov_iter& start, size_t pos, size_t 
       case Kind::bvec:
         EXPECT_EQ(want.it.iov_offset, end - l.seg_start(cut.seg));
         EXPECT_EQ(want.it.nr_segs, l.nr_segs() - cut.seg);
+        break;
+      case Kind::bvecq:
+        EXPECT_EQ(want.it.iov_offset, end - l.seg_start(cut.seg));
+        EXPECT_EQ(want.it.bvecq, l.slot_home(cut.seg).first);
+        EXPECT_EQ(want.it.bvecq_slot, l.slot_home(cut.seg).second);
+        break;
+      case Kind::folioq:  // iov_offset counts from the folio's start
+        EXPECT_EQ(want.it.iov_offset, end - l.seg_start(cut.seg) + (cut.seg ? 0 : l.folioq_offset()));
+        EXPECT_EQ(want.it.folioq, l.slot_home(cut.seg).first);
+        EXPECT_EQ(want.it.folioq_slot, l.slot_home(cut.seg).second);
         break;
       default:
         break;

@@ -7,8 +7,9 @@
 //   ninja -C build kunit_iov_iter_test && build/tests/kunit_iov_iter_test
 //   build/tests/kunit_iov_iter_test --gtest_filter='IovKunit.*xarray*'
 //
-// Not ported: the ITER_FOLIOQ cases (iov has no folio_queue iterator) and
-// mainline's newer extract_iter_to_sg cases (iov has no scatterlist). The
+// The queue cases (ITER_BVECQ, ITER_FOLIOQ) are in kunit_iov_iter_queue_test.cc.
+// Not ported: mainline's newer extract_iter_to_sg cases (iov has no
+// scatterlist). The
 // series' user buffer is an mmap() into a kthread's borrowed mm; here all
 // memory is user memory, so it is an ordinary buffer and its pages are
 // virt_to_page() of it (nothing is pinned, so unpin_user_pages() goes).

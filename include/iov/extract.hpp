@@ -20,6 +20,7 @@
 #include <cstdlib>
 
 #include "iov/config.hpp"
+#include "iov/folio_queue.hpp"
 #include "iov/iov_iter.hpp"
 #include "iov/iterate.hpp"
 #include "iov/page.hpp"
@@ -148,6 +149,141 @@ inline ssize_t extract_bvec_pages(iov_iter* i, page*** pages, size_t maxsize, un
   return static_cast<ssize_t>(size);
 }
 
+// BVECQ: the posting's iter_count_bvecq_pages(): how many pages the next run
+// of virtually contiguous ones spans (a bvec not starting at a page boundary,
+// or an earlier one not ending at one, ends the run; slots without a page are
+// passed over), at most maxpages.
+inline unsigned count_bvecq_pages(const iov_iter* i, size_t maxsize, unsigned maxpages) {
+  const bvecq* bq = i->bvecq;
+  unsigned slot = i->bvecq_slot;
+  size_t remain = std::min(maxsize, i->count), count = 0, offset = i->iov_offset;
+  do {
+    if (slot >= bq->nr_slots) {
+      if (!bq->next)
+        break;  // the kernel's WARN_ON_ONCE(remain > 0)
+      bq = bq->next;
+      slot = 0;
+      offset = 0;
+      continue;
+    }
+    const bio_vec& bv = bq->bv[slot++];
+    size_t boff = bv.bv_offset, blen = bv.bv_len;
+    if (IOV_UNLIKELY(!bv.bv_page)) {
+      if (blen && count > 0)
+        break;
+      continue;
+    }
+    if (offset_in_page(boff) && count > 0)
+      break;
+    boff += offset;
+    blen -= offset;
+    offset = 0;
+    if (!blen)
+      continue;
+    blen = std::min(blen, remain);
+    remain -= blen;
+    blen += offset_in_page(boff);
+    count += div_round_up(blen, PAGE_SIZE);
+    if (offset_in_page(blen))
+      break;
+  } while (remain > 0 && count < maxpages);
+  return static_cast<unsigned>(std::min<size_t>(count, maxpages));
+}
+
+// BVECQ: the posting's iov_iter_extract_bvecq_pages(): the pages of the run
+// count_bvecq_pages() measured, one entry a page.
+inline ssize_t extract_bvecq_pages(iov_iter* i, page*** pages, size_t maxsize, unsigned maxpages, size_t* offset0) {
+  maxpages = count_bvecq_pages(i, maxsize, maxpages);
+  if (!*pages) {
+    *pages = static_cast<page**>(std::malloc(std::max(maxpages, 1u) * sizeof(page*)));
+    if (!*pages)
+      return -ENOMEM;
+  }
+  page** p = *pages;
+  const bvecq* bq = i->bvecq;
+  size_t offset = i->iov_offset, extracted = 0;
+  unsigned slot = i->bvecq_slot, nr = 0;
+  do {
+    if (slot >= bq->nr_slots) {
+      if (!bq->next)
+        break;  // the kernel's WARN_ON_ONCE(extracted < count)
+      bq = bq->next;
+      slot = 0;
+      offset = 0;
+      continue;
+    }
+    const bio_vec& bv = bq->bv[slot];
+    size_t boff = bv.bv_offset, blen = bv.bv_page ? bv.bv_len : 0;
+    if (offset < blen) {
+      size_t part = std::min(maxsize - extracted, blen - offset);
+      size_t poff = (boff + offset) % PAGE_SIZE, pix = (boff + offset) / PAGE_SIZE;
+      if (poff + part > PAGE_SIZE)
+        part = PAGE_SIZE - poff;
+      if (!extracted)
+        *offset0 = poff;
+      p[nr++] = bv.bv_page + pix;
+      offset += part;
+      extracted += part;
+    }
+    if (offset >= blen) {
+      offset = 0;
+      slot++;
+    }
+  } while (nr < maxpages && extracted < maxsize);
+  i->bvecq = bq;
+  i->bvecq_slot = static_cast<uint16_t>(slot);
+  i->iov_offset = offset;
+  i->count -= extracted;
+  return static_cast<ssize_t>(extracted);
+}
+
+// FOLIOQ: the kernel's iov_iter_extract_folioq_pages(): page by page through
+// the folios (every page of a folio but its last is full, so any run is
+// virtually contiguous), from a slot past a segment's end into the next.
+inline ssize_t extract_folioq_pages(iov_iter* i, page*** pages, size_t maxsize, unsigned maxpages,
+                                    size_t* offset0) {
+  const folio_queue* folioq = i->folioq;
+  unsigned slot = i->folioq_slot, nr = 0;
+  size_t extracted = 0;
+  if (slot >= folioq_nr_slots(folioq)) {
+    if (!folioq->next || IOV_BUG_ON(i->iov_offset != 0, "iov_iter_extract_pages: offset past a folio queue segment"))
+      return -EIO;  // the kernel's WARN_ON; with no next segment, the kernel's NULL
+    folioq = folioq->next;
+    slot = 0;
+  }
+  size_t offset = i->iov_offset & ~PAGE_MASK;
+  *offset0 = offset;
+  maxpages = want_pages_array(pages, maxsize, offset, maxpages);
+  if (!maxpages)
+    return -ENOMEM;
+  page** p = *pages;
+  for (;;) {
+    folio* f = folioq_folio(folioq, slot);
+    size_t off = i->iov_offset, fsize = folioq_folio_size(folioq, slot);
+    size_t part = PAGE_SIZE - off % PAGE_SIZE;
+    if (off < fsize) {
+      part = std::min({part, maxsize - extracted, fsize - off});
+      i->count -= part;
+      i->iov_offset += part;
+      extracted += part;
+      p[nr++] = folio_page(f, off / PAGE_SIZE);
+    }
+    if (nr >= maxpages || extracted >= maxsize)
+      break;
+    if (i->iov_offset >= fsize) {
+      i->iov_offset = 0;
+      slot++;
+      if (slot == folioq_nr_slots(folioq) && folioq->next) {
+        folioq = folioq->next;
+        slot = 0;
+      }
+    }
+  }
+  i->folioq = folioq;
+  i->folioq_slot = static_cast<uint8_t>(slot);
+  return static_cast<ssize_t>(extracted);
+}
+
 // XARRAY: consecutive present indices; a missing index ends the run.
 inline ssize_t extract_xarray_pages(iov_iter* i, page*** pages, size_t maxsize, unsigned maxpages, size_t* offset0) {
   size_t pos = static_cast<size_t>(i->xarray_start) + i->iov_offset;
@@ -193,6 +329,10 @@ inline ssize_t iov_iter_extract_pages(iov_iter* i, page*** pages, size_t maxsize
       return internal::extract_kvec_pages(i, pages, maxsize, maxpages, offset0);
     case ITER_BVEC:
       return internal::extract_bvec_pages(i, pages, maxsize, maxpages, offset0);
+    case ITER_BVECQ:
+      return internal::extract_bvecq_pages(i, pages, maxsize, maxpages, offset0);
+    case ITER_FOLIOQ:
+      return internal::extract_folioq_pages(i, pages, maxsize, maxpages, offset0);
     case ITER_XARRAY:
       return internal::extract_xarray_pages(i, pages, maxsize, maxpages, offset0);
     default:

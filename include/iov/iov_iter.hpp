@@ -2,10 +2,12 @@
 // initializers and type and direction queries (the kernel's
 // include/linux/uio.h; bio_vec is in bvec.hpp).
 //
-// An iov_iter walks one of six shapes: one user buffer (UBUF), an array of
-// ::iovec (IOVEC), of kvec (KVEC), of bio_vec pages (BVEC), the pages of an
-// xarray (XARRAY), or nothing at all (DISCARD, a sink that only counts). It is
-// trivially copyable, as kernel code copies it by value to look ahead.
+// An iov_iter walks one of eight shapes: one user buffer (UBUF), an array of
+// ::iovec (IOVEC), of kvec (KVEC), of bio_vec pages (BVEC), a queue of bio_vec
+// arrays (BVECQ, bvecq.hpp), a queue of folios (FOLIOQ, folio_queue.hpp), the
+// pages of an xarray (XARRAY), or nothing at all (DISCARD, a sink that only
+// counts). It is trivially copyable, as kernel code copies it by value to
+// look ahead.
 //
 //   iov::iov_iter it;
 //   iov::iov_iter_bvec(&it, iov::ITER_DEST, bvecs, nr, total);
@@ -29,6 +31,8 @@
 namespace iov {
 
 struct xarray;
+struct bvecq;        // bvecq.hpp
+struct folio_queue;  // folio_queue.hpp
 
 // A segment of kernel memory: ::iovec's layout.
 struct kvec {
@@ -41,7 +45,17 @@ inline constexpr unsigned READ = 0, WRITE = 1;
 inline constexpr unsigned ITER_DEST = READ;     // data goes into it
 inline constexpr unsigned ITER_SOURCE = WRITE;  // data comes out of it
 
-enum iter_type : uint8_t { ITER_UBUF, ITER_IOVEC, ITER_BVEC, ITER_KVEC, ITER_XARRAY, ITER_DISCARD };
+// In the kernel's order (BVECQ as posted, ahead of FOLIOQ).
+enum iter_type : uint8_t {
+  ITER_UBUF,
+  ITER_IOVEC,
+  ITER_BVEC,
+  ITER_KVEC,
+  ITER_BVECQ,
+  ITER_FOLIOQ,
+  ITER_XARRAY,
+  ITER_DISCARD
+};
 
 struct iov_iter {
   uint8_t type;       // the kernel's iter_type (an iter_type value)
@@ -52,11 +66,15 @@ struct iov_iter {
     const ::iovec* iov;  // the kernel's __iov
     const ::iov::kvec* kvec;
     const ::iov::bio_vec* bvec;
+    const ::iov::bvecq* bvecq;
+    const ::iov::folio_queue* folioq;
     ::iov::xarray* xarray;
   };
   size_t count;  // bytes left
   union {
     unsigned long nr_segs;  // segments left, counting the current one (1 for UBUF)
+    uint16_t bvecq_slot;    // BVECQ: the current slot of *bvecq
+    uint8_t folioq_slot;    // FOLIOQ: the current slot of *folioq
     loff_t xarray_start;
   };
   // Not in the kernel: what revert and reexpand need to refuse going past the
@@ -82,6 +100,8 @@ inline bool iov_iter_is_kvec(const iov_iter* i) { return i->type == ITER_KVEC; }
 inline bool iov_iter_is_bvec(const iov_iter* i) { return i->type == ITER_BVEC; }
 inline bool iov_iter_is_xarray(const iov_iter* i) { return i->type == ITER_XARRAY; }
 inline bool iov_iter_is_discard(const iov_iter* i) { return i->type == ITER_DISCARD; }
+inline bool iov_iter_is_bvecq(const iov_iter* i) { return i->type == ITER_BVECQ; }
+inline bool iov_iter_is_folioq(const iov_iter* i) { return i->type == ITER_FOLIOQ; }
 inline bool user_backed_iter(const iov_iter* i) { return iter_is_ubuf(i) || iter_is_iovec(i); }
 inline int iov_iter_rw(const iov_iter* i) { return i->data_source ? ITER_SOURCE : ITER_DEST; }
 
@@ -195,6 +215,28 @@ inline void iov_iter_xarray(iov_iter* i, unsigned direction, xarray* xa, loff_t 
   internal::init_common(i, ITER_XARRAY, direction, count);
   i->xarray = xa;
   i->xarray_start = start;
+}
+
+// A segmented queue of bio_vec arrays (bvecq.hpp), from slot first_slot of
+// *bq, offset bytes into that slot's bio_vec. As the kernel's, nothing is
+// checked against the queue: the caller keeps its pages alive, and a count
+// beyond what the queue holds ends walks early.
+inline void iov_iter_bvec_queue(iov_iter* i, unsigned direction, const bvecq* bq, unsigned first_slot,
+                                unsigned offset, size_t count) {
+  internal::init_common(i, ITER_BVECQ, direction, count);
+  i->bvecq = bq;
+  i->bvecq_slot = static_cast<uint16_t>(first_slot);
+  i->iov_offset = offset;
+}
+
+// The folios of a folio queue (folio_queue.hpp), from slot first_slot of
+// *folioq, offset bytes into that folio; the same terms as iov_iter_bvec_queue().
+inline void iov_iter_folio_queue(iov_iter* i, unsigned direction, const folio_queue* folioq, unsigned first_slot,
+                                 unsigned offset, size_t count) {
+  internal::init_common(i, ITER_FOLIOQ, direction, count);
+  i->folioq = folioq;
+  i->folioq_slot = static_cast<uint8_t>(first_slot);
+  i->iov_offset = offset;
 }
 
 // A discard iterator is always ITER_DEST, whatever direction is passed (as the kernel's).

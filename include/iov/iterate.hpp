@@ -20,7 +20,9 @@
 #include <cstddef>
 
 #include "iov/bvec.hpp"
+#include "iov/bvecq.hpp"
 #include "iov/config.hpp"
+#include "iov/folio_queue.hpp"
 #include "iov/highmem.hpp"
 #include "iov/iov_iter.hpp"
 #include "iov/page.hpp"
@@ -160,6 +162,108 @@ done:
   return progress;
 }
 
+// Handle ITER_BVECQ: a piece never crosses a page. A finished segment hands
+// over to ->next; the walk ends early at the end of the queue (the count is
+// the caller's word). Empty slots are stepped over without a step call.
+template <class Step>
+IOV_ALWAYS_INLINE size_t iterate_bvecq(iov_iter* iter, size_t len, void* priv, void* priv2, Step&& step) {
+  if (!internal::walk_begin(iter, ITER_BVECQ, len, "iterate_bvecq: iterator of another type"))
+    return 0;
+  const bvecq* bq = iter->bvecq;
+  unsigned slot = iter->bvecq_slot;
+  size_t progress = 0, skip = iter->iov_offset;
+  do {
+    if (slot >= bq->nr_slots) {
+      if (!bq->next)
+        break;
+      bq = bq->next;
+      slot = 0;
+      continue;
+    }
+    const bio_vec* bv = &bq->bv[slot];
+    size_t plen = std::min(size_t{bv->bv_len} - skip, len);
+    if (plen) {  // the caller vouches for bv_page only where bv_len > 0
+      page* pg = bv->bv_page + (bv->bv_offset + skip) / PAGE_SIZE;
+      size_t poff = (bv->bv_offset + skip) % PAGE_SIZE;
+      for (;;) {
+        size_t part = std::min(plen, PAGE_SIZE - poff);
+        char* base = static_cast<char*>(kmap_local_page(pg)) + poff;
+        size_t remain = step(base, progress, part, priv, priv2);
+        kunmap_local(base);
+        size_t consumed = part - remain;
+        progress += consumed;
+        skip += consumed;
+        len -= consumed;
+        if (!len || remain)
+          goto stop;
+        plen -= consumed;
+        if (!plen)
+          break;
+        pg++;
+        poff = 0;
+      }
+    }
+    skip = 0;
+    slot++;
+  } while (len);
+stop:
+  iter->bvecq_slot = static_cast<uint16_t>(slot);
+  iter->bvecq = bq;
+  iter->iov_offset = skip;
+  iter->count -= progress;
+  return progress;
+}
+
+// Handle ITER_FOLIOQ: a piece never crosses a page. The iterator may stand on
+// slot folioq_nr_slots() (the queue was extended since); a slot without a
+// folio ends the walk. Where the kernel would run off the queue (no next
+// segment), the walk ends instead.
+template <class Step>
+IOV_ALWAYS_INLINE size_t iterate_folioq(iov_iter* iter, size_t len, void* priv, void* priv2, Step&& step) {
+  if (!internal::walk_begin(iter, ITER_FOLIOQ, len, "iterate_folioq: iterator of another type"))
+    return 0;
+  const folio_queue* folioq = iter->folioq;
+  unsigned slot = iter->folioq_slot;
+  size_t progress = 0, skip = iter->iov_offset;
+  if (slot == folioq_nr_slots(folioq) && folioq->next) {
+    folioq = folioq->next;
+    slot = 0;
+  }
+  do {
+    if (slot >= folioq_nr_slots(folioq))
+      break;
+    folio* f = folioq_folio(folioq, slot);
+    if (!f)
+      break;
+    size_t fsize = folioq_folio_size(folioq, slot), remain = 0;
+    if (skip < fsize) {
+      char* base = static_cast<char*>(kmap_local_folio(f, skip));
+      size_t part = std::min(len, PAGE_SIZE - skip % PAGE_SIZE);
+      remain = step(base, progress, part, priv, priv2);
+      kunmap_local(base);
+      size_t consumed = part - remain;
+      len -= consumed;
+      progress += consumed;
+      skip += consumed;
+    }
+    if (skip >= fsize) {
+      skip = 0;
+      slot++;
+      if (slot == folioq_nr_slots(folioq) && folioq->next) {
+        folioq = folioq->next;
+        slot = 0;
+      }
+    }
+    if (remain)
+      break;
+  } while (len);
+  iter->folioq_slot = static_cast<uint8_t>(slot);
+  iter->folioq = folioq;
+  iter->iov_offset = skip;
+  iter->count -= progress;
+  return progress;
+}
+
 // Handle ITER_XARRAY: one page per index; a missing index ends the walk (the
 // kernel skips holes). The RCU read side keeps the tree's nodes alive.
 template <class Step>
@@ -203,11 +307,13 @@ IOV_ALWAYS_INLINE size_t iterate_discard(iov_iter* iter, size_t len, void*, void
 // @len: bytes to process, clamped to iov_iter_count(iter)
 // @priv, @priv2: passed to every step unchanged
 // @ustep: the step for user-backed types (UBUF, IOVEC)
-// @step: the step for the rest (KVEC, BVEC, XARRAY); DISCARD calls neither
+// @step: the step for the rest (KVEC, BVEC, BVECQ, FOLIOQ, XARRAY); DISCARD
+//        calls neither
 //
-// A step is called once per contiguous piece (never crossing a page for BVEC
-// and XARRAY; zero-length IOVEC/KVEC segments are skipped, a zero-length BVEC
-// may reach the step with len 0) as step(base, progress, len, priv, priv2),
+// A step is called once per contiguous piece (never crossing a page for BVEC,
+// BVECQ, FOLIOQ and XARRAY; zero-length IOVEC/KVEC/BVECQ segments are
+// skipped, a zero-length BVEC may reach the step with len 0) as
+// step(base, progress, len, priv, priv2),
 // where progress counts the bytes already processed in this call. It returns
 // the bytes it did NOT process (0: all); a short step ends the walk. The
 // iterator ends advanced by exactly the bytes processed, which is also the
@@ -226,6 +332,10 @@ IOV_ALWAYS_INLINE size_t iterate_and_advance2(iov_iter* iter, size_t len, void* 
       return iterate_bvec(iter, len, priv, priv2, step);
     case ITER_KVEC:
       return iterate_kvec(iter, len, priv, priv2, step);
+    case ITER_BVECQ:
+      return iterate_bvecq(iter, len, priv, priv2, step);
+    case ITER_FOLIOQ:
+      return iterate_folioq(iter, len, priv, priv2, step);
     case ITER_XARRAY:
       return iterate_xarray(iter, len, priv, priv2, step);
     default:

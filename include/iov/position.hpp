@@ -7,9 +7,11 @@
 //   iov::iov_iter_restore(&it, &st);     // back where it was
 //
 // Each operation is written once for the three segment arrays (IOVEC, KVEC,
-// BVEC) through internal::seg_traits. Reverting past the start, and
-// reexpanding beyond what the segments hold, are the kernel's BUG(): here
-// they change nothing (and abort with IOV_CHECKS on).
+// BVEC) through internal::seg_traits; the two queues (BVECQ, FOLIOQ) have
+// theirs in internal/bvecq_position.hpp and internal/folioq_position.hpp.
+// Reverting past the start (for a queue, its head), and reexpanding beyond
+// what the segments hold, are the kernel's BUG(): here they change nothing
+// (and abort with IOV_CHECKS on).
 #pragma once
 
 #include <sys/types.h>
@@ -20,6 +22,8 @@
 #include <cstdint>
 
 #include "iov/config.hpp"
+#include "iov/internal/bvecq_position.hpp"
+#include "iov/internal/folioq_position.hpp"
 #include "iov/iov_iter.hpp"
 #include "iov/page.hpp"
 
@@ -142,6 +146,12 @@ inline void iov_iter_advance(iov_iter* i, size_t size) {
     case ITER_BVEC:
       internal::advance_segs<bio_vec>(i, size);
       break;
+    case ITER_BVECQ:
+      internal::bvecq_advance(i, size);
+      break;
+    case ITER_FOLIOQ:
+      internal::folioq_advance(i, size);
+      break;
     default:
       i->count -= size;
       break;
@@ -172,6 +182,12 @@ inline void iov_iter_revert(iov_iter* i, size_t unroll) {
     case ITER_BVEC:
       ok = internal::revert_segs<bio_vec>(i, rest);
       break;
+    case ITER_BVECQ:
+      ok = internal::bvecq_revert(i, rest);
+      break;
+    case ITER_FOLIOQ:
+      ok = internal::folioq_revert(i, rest);
+      break;
     default:  // UBUF, XARRAY: never stray before the start of the range
       ok = !IOV_BUG_ON(true, "iov_iter_revert: past the start of the buffer");
       break;
@@ -196,6 +212,12 @@ inline void iov_iter_reexpand(iov_iter* i, size_t count) {
       break;
     case ITER_BVEC:
       capacity = internal::segs_left<bio_vec>(i);
+      break;
+    case ITER_BVECQ:
+      capacity = internal::bvecq_ahead(i, count);
+      break;
+    case ITER_FOLIOQ:
+      capacity = internal::folioq_ahead(i, count);
       break;
     case ITER_DISCARD:
       capacity = SIZE_MAX;
@@ -222,6 +244,10 @@ inline size_t iov_iter_single_seg_count(const iov_iter* i) {
         break;
     }
   }
+  if (IOV_UNLIKELY(iov_iter_is_bvecq(i)))
+    return internal::bvecq_single_seg_count(i);
+  if (IOV_UNLIKELY(iov_iter_is_folioq(i)))
+    return internal::folioq_single_seg_count(i);
   return i->count;
 }
 
@@ -242,6 +268,10 @@ inline int iov_iter_npages(const iov_iter* i, int maxpages) {
       return internal::segs_npages<kvec>(i, maxpages);
     case ITER_BVEC:
       return internal::segs_npages<bio_vec>(i, maxpages);
+    case ITER_BVECQ:
+      return internal::bvecq_npages(i, maxpages);
+    case ITER_FOLIOQ:
+      return internal::folioq_npages(i, maxpages);
     default:
       return 0;
   }
@@ -279,6 +309,10 @@ inline unsigned long iov_iter_alignment(const iov_iter* i) {
       return internal::segs_alignment<kvec>(i);
     case ITER_BVEC:
       return internal::segs_alignment<bio_vec>(i);
+    case ITER_BVECQ:
+      return internal::bvecq_alignment(i);
+    case ITER_FOLIOQ:  // whole folios
+      return internal::folioq_alignment(i);
     case ITER_XARRAY:  // whole pages
       return (static_cast<unsigned long>(i->xarray_start) + i->iov_offset) | i->count;
     default:
@@ -296,6 +330,10 @@ inline bool iov_iter_is_aligned(const iov_iter* i, unsigned addr_mask, unsigned 
       return internal::segs_aligned<kvec>(i, addr_mask, len_mask);
     case ITER_BVEC:
       return internal::segs_aligned<bio_vec>(i, addr_mask, len_mask);
+    case ITER_BVECQ:
+      return internal::bvecq_is_aligned(i, addr_mask, len_mask);
+    case ITER_FOLIOQ:
+      return internal::folioq_is_aligned(i, addr_mask, len_mask);
     case ITER_XARRAY:
       return !(i->count & len_mask) && !((static_cast<unsigned long>(i->xarray_start) + i->iov_offset) & addr_mask);
     default:
@@ -309,8 +347,8 @@ inline void iov_iter_save_state(const iov_iter* i, iov_iter_state* state) {
   state->nr_segs = i->nr_segs;
 }
 
-// For UBUF, IOVEC, KVEC and BVEC; on XARRAY and DISCARD (the kernel warns) it
-// changes nothing.
+// For UBUF, IOVEC, KVEC and BVEC; on BVECQ, FOLIOQ, XARRAY and DISCARD (the
+// kernel warns) it changes nothing.
 inline void iov_iter_restore(iov_iter* i, const iov_iter_state* state) {
   // nr_segs + the segment pointer is constant; signed, as a state may also
   // have been saved ahead of where the iterator now stands.
@@ -327,7 +365,7 @@ inline void iov_iter_restore(iov_iter* i, const iov_iter_state* state) {
     case ITER_KVEC:
       i->kvec -= back;
       break;
-    default:  // XARRAY, DISCARD: the kernel warns and does nothing
+    default:  // BVECQ, FOLIOQ, XARRAY, DISCARD: the kernel warns and does nothing
       return;
   }
   i->iov_offset = state->iov_offset;

@@ -80,6 +80,8 @@ layout::layout(Kind k, size_t total, std::mt19937_64& rng) : kind_(k), total_(to
     case Kind::iovec:
     case Kind::kvec: build_vec(rng); break;
     case Kind::bvec: build_bvec(rng); break;
+    case Kind::bvecq: build_bvecq(rng); break;
+    case Kind::folioq: build_folioq(rng); break;
     case Kind::xarray: build_xarray(rng); break;
     case Kind::discard: break;
   }
@@ -88,6 +90,7 @@ layout::layout(Kind k, size_t total, std::mt19937_64& rng) : kind_(k), total_(to
 
 layout::~layout() {
   xa_.reset();
+  for (iov::bvecq* bq : bqs_) iov::bvecq_free(bq);
   for (auto& b : blocks_) b.page_order >= 0 ? iov::free_pages(b.pg, b.page_order) : std::free(b.mem);
 }
 
@@ -97,6 +100,11 @@ void layout::init(iov::iov_iter* it, unsigned dir) const {
     case Kind::iovec: iov::iov_iter_init(it, dir, iovs_.data(), iovs_.size(), total_); break;
     case Kind::kvec: iov::iov_iter_kvec(it, dir, kvecs_.data(), kvecs_.size(), total_); break;
     case Kind::bvec: iov::iov_iter_bvec(it, dir, bvecs_.data(), bvecs_.size(), total_); break;
+    case Kind::bvecq: iov::iov_iter_bvec_queue(it, dir, bqs_.front(), 0, 0, total_); break;
+    case Kind::folioq:
+      iov::iov_iter_folio_queue(it, dir, folioq_->folioq_head(), folioq_->folioq_first_slot(),
+                                static_cast<unsigned>(folioq_->folioq_offset()), total_);
+      break;
     case Kind::xarray: iov::iov_iter_xarray(it, dir, xa_.get(), xa_start_, total_); break;
     case Kind::discard: iov::iov_iter_discard(it, dir, total_); break;
   }
@@ -170,6 +178,33 @@ void layout::build_vec(std::mt19937_64& rng) {
 
 // bio_vecs may span the frames of one alloc_pages() and start anywhere in
 // it; half the time they follow one another through one allocation.
+// Folios enough for total_ bytes from a random offset, some of them in a
+// second segment; the test model's layout owns them.
+void layout::build_folioq(std::mt19937_64& rng) {
+  std::vector<unsigned> orders;
+  size_t offset = rng() % iov::PAGE_SIZE, have = 0;
+  while (have < offset + total_ || orders.empty()) {
+    orders.push_back(static_cast<unsigned>(rng() % 3));
+    have += iov::PAGE_SIZE << orders.back();
+  }
+  folioq_ = Layout::make_folioq(orders, rng() % 2 ? 29 : 0, offset);
+  for (const Chunk& c : folioq_->runs()) {
+    fill_random(rng, c.base, c.len);
+    extents_.push_back({c.base, c.len});
+  }
+}
+
+// The bio_vecs of build_bvec() in segments of two slots.
+void layout::build_bvecq(std::mt19937_64& rng) {
+  build_bvec(rng);
+  for (size_t n = 0; n < bvecs_.size() || bqs_.empty(); n += 2) {
+    iov::bvecq* bq = iov::bvecq_alloc(2);
+    for (size_t k = n; k < std::min(n + 2, bvecs_.size()); k++) bq->bv[bq->nr_slots++] = bvecs_[k];
+    if (!bqs_.empty()) bqs_.back()->next = bq, bq->prev = bqs_.back();
+    bqs_.push_back(bq);
+  }
+}
+
 void layout::build_bvec(std::mt19937_64& rng) {
   bool adjacent = rng() % 2;
   size_t pos = rng() % iov::PAGE_SIZE;  // within the shared block

@@ -109,6 +109,8 @@ class layout {
   void build_ubuf(std::mt19937_64& rng);
   void build_vec(std::mt19937_64& rng);
   void build_bvec(std::mt19937_64& rng);
+  void build_bvecq(std::mt19937_64& rng);
+  void build_folioq(std::mt19937_64& rng);
   void build_xarray(std::mt19937_64& rng);
 
   Kind kind_;
@@ -118,6 +120,8 @@ class layout {
   std::vector<::iovec> iovs_;
   std::vector<iov::kvec> kvecs_;
   std::vector<iov::bio_vec> bvecs_;
+  std::vector<iov::bvecq*> bqs_;  // BVECQ: bvecs_ two slots a segment
+  std::unique_ptr<Layout> folioq_;  // FOLIOQ: the test model's (model.hpp)
   std::unique_ptr<iov::xarray> xa_;
   loff_t xa_start_ = 0;
   size_t ubuf_off_ = 0;

@@ -16,6 +16,8 @@ const char* kind_name(Kind k) {
     case Kind::iovec: return "iovec";
     case Kind::kvec: return "kvec";
     case Kind::bvec: return "bvec";
+    case Kind::bvecq: return "bvecq";
+    case Kind::folioq: return "folioq";
     case Kind::xarray: return "xarray";
     default: return "discard";
   }
@@ -29,6 +31,7 @@ std::ostream& operator<<(std::ostream& os, const Chunk& r) {
 namespace {
 constexpr unsigned char kGuardByte = 0xA5;
 constexpr size_t kGuardAfter = 64;
+constexpr unsigned kPutElsewhere = ~0u;  // a Buffer over a folio: folio_put() frees it
 
 size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
@@ -54,7 +57,12 @@ Layout::~Layout() {
     for (size_t n = 0; n < xa_pages_.size(); n++)
       if (xa_pages_[n]) iov::xa_erase(xa_.get(), (static_cast<size_t>(xa_start_) >> iov::PAGE_SHIFT) + n);
   }
+  for (iov::bvecq* bq : bqs_) iov::bvecq_free(bq);
+  for (iov::folio_queue* fq : fqs_) delete fq;
+  for (iov::folio* f : all_folios_) iov::folio_put(f);
   for (Buffer& b : bufs_) {
+    if (b.order == kPutElsewhere)
+      continue;
     if (b.frames)
       iov::free_pages(reinterpret_cast<iov::page*>(b.mem), b.order);
     else
@@ -145,6 +153,80 @@ std::unique_ptr<Layout> Layout::make_bvec(const std::vector<SegSpec>& segs) {
   return l;
 }
 
+std::unique_ptr<Layout> Layout::make_bvecq(const std::vector<SegSpec>& segs, std::vector<unsigned> split) {
+  std::unique_ptr<Layout> l = make_bvec(segs);
+  l->kind_ = Kind::bvecq;
+  if (split.empty())
+    for (size_t n = 0; n < segs.size() || split.empty(); n += 3) split.push_back(static_cast<unsigned>(std::min<size_t>(3, segs.size() - n)));
+  size_t next = 0;
+  for (unsigned nr : split) {
+    iov::bvecq* bq = iov::bvecq_alloc(static_cast<uint16_t>(std::max(nr, 1u)));
+    l->qsegs_.push_back({bq, next, 0});
+    for (unsigned k = 0; k < nr; k++) {
+      l->slot_home_.emplace_back(bq, bq->nr_slots);
+      bq->bv[bq->nr_slots++] = l->bvs_.at(next++);
+    }
+    if (!l->bqs_.empty()) {
+      l->bqs_.back()->next = bq;
+      bq->prev = l->bqs_.back();
+    }
+    l->bqs_.push_back(bq);
+  }
+  EXPECT_EQ(next, segs.size()) << "make_bvecq: split does not cover the segments";
+  return l;
+}
+
+size_t Layout::flat_slot(const void* q, unsigned slot) const {
+  for (const QueueSeg& g : qsegs_)
+    if (g.q == q) return g.first_flat + (slot - g.data_start);
+  ADD_FAILURE() << "flat_slot: not a segment of this queue";
+  return SIZE_MAX;
+}
+
+std::unique_ptr<Layout> Layout::make_folioq(const std::vector<unsigned>& orders, unsigned first_slot, size_t offset) {
+  std::unique_ptr<Layout> l(new Layout(Kind::folioq));
+  l->fq_first_slot_ = first_slot;
+  l->fq_offset_ = offset;
+  auto add_segment = [&] {
+    auto* fq = new iov::folio_queue{};
+    iov::folioq_init(fq, 0);
+    if (!l->fqs_.empty()) {
+      l->fqs_.back()->next = fq;
+      fq->prev = l->fqs_.back();
+    }
+    l->fqs_.push_back(fq);
+    l->qsegs_.push_back({fq, l->folios_.size(), 0});
+  };
+  add_segment();
+  l->qsegs_.back().data_start = first_slot;
+  for (unsigned k = 0; k < first_slot; k++) {  // behind the start
+    iov::folio* f = iov::folio_alloc(iov::GFP_KERNEL, 0);
+    l->all_folios_.push_back(f);
+    iov::folioq_append(l->fqs_.back(), f);
+  }
+  for (unsigned order : orders) {
+    if (iov::folioq_full(l->fqs_.back())) add_segment();
+    iov::folio* f = iov::folio_alloc(iov::GFP_KERNEL, order);
+    l->all_folios_.push_back(f);
+    auto* mem = static_cast<unsigned char*>(iov::folio_address(f));
+    size_t size = iov::folio_size(f), lo = l->folios_.empty() ? std::min(offset, size) : 0;
+    std::memset(mem, kGuardByte, size);
+    l->slot_home_.emplace_back(l->fqs_.back(), iov::folioq_append(l->fqs_.back(), f));
+    l->folios_.push_back(f);
+    l->bufs_.push_back({mem, size, lo, size, true, kPutElsewhere});
+    l->seg_start_.push_back(l->total_);
+    l->add_run(mem + lo, size - lo, l->folios_.size() - 1);
+  }
+  l->reachable_ = l->total_;
+  return l;
+}
+
+std::vector<size_t> Layout::slot_lens() const {
+  std::vector<size_t> v;
+  for (const iov::bio_vec& bv : bvs_) v.push_back(bv.bv_len);
+  return v;
+}
+
 std::unique_ptr<Layout> Layout::make_xarray(loff_t start, size_t len, const std::vector<size_t>& holes) {
   std::unique_ptr<Layout> l(new Layout(Kind::xarray));
   l->xa_ = std::make_unique<iov::xarray>();
@@ -207,6 +289,27 @@ std::unique_ptr<Layout> Layout::random(Kind kind, std::mt19937_64& rng, size_t m
       for (SegSpec& s : segs) s = {seg_len(max_total / 2, 5), uni(0, 3) == 0 ? uni(0, 3 * PAGE_SIZE) : offset()};
       return make_bvec(segs);
     }
+    case Kind::bvecq: {
+      std::vector<SegSpec> segs(uni(1, 8));
+      for (SegSpec& s : segs) s = {seg_len(max_total / 2, 4), uni(0, 3) == 0 ? uni(0, 3 * PAGE_SIZE) : offset()};
+      std::vector<unsigned> split;  // some segments empty, some of one slot
+      for (size_t left = segs.size(); left || split.empty();) {
+        unsigned nr = static_cast<unsigned>(std::min<size_t>(uni(0, 4), left));
+        split.push_back(nr);
+        left -= nr;
+      }
+      return make_bvecq(segs, split);
+    }
+    case Kind::folioq: {
+      // Mostly order 0 and 1, some order 2 and 3; sometimes starting late in
+      // the first segment (or past it) so that a walk crosses into the next.
+      std::vector<unsigned> orders(uni(1, 6));
+      for (unsigned& o : orders) o = uni(0, 7) < 5 ? static_cast<unsigned>(uni(0, 1)) : static_cast<unsigned>(uni(2, 3));
+      unsigned first_slot = uni(0, 1) ? static_cast<unsigned>(uni(27, 31)) : 0;
+      // (On the slot past a segment's end an offset is the kernel's WARN in extraction: none there.)
+      size_t offset = first_slot == 31 || uni(0, 2) == 0 ? 0 : uni(0, PAGE_SIZE << orders[0]);
+      return make_folioq(orders, first_slot, offset);
+    }
     case Kind::xarray: {
       loff_t start = static_cast<loff_t>(uni(0, 3) * PAGE_SIZE + offset());
       return make_xarray(start, seg_len(max_total, 8));
@@ -223,6 +326,10 @@ iov::iov_iter Layout::iter(unsigned direction, size_t count) const {
     case Kind::iovec: iov::iov_iter_init(&it, direction, iovs_.data(), iovs_.size(), count); break;
     case Kind::kvec: iov::iov_iter_kvec(&it, direction, kvs_.data(), kvs_.size(), count); break;
     case Kind::bvec: iov::iov_iter_bvec(&it, direction, bvs_.data(), bvs_.size(), count); break;
+    case Kind::bvecq: iov::iov_iter_bvec_queue(&it, direction, bqs_.front(), 0, 0, count); break;
+    case Kind::folioq:
+      iov::iov_iter_folio_queue(&it, direction, fqs_.front(), fq_first_slot_, static_cast<unsigned>(fq_offset_), count);
+      break;
     case Kind::xarray: iov::iov_iter_xarray(&it, direction, xa_.get(), xa_start_, count); break;
     default: iov::iov_iter_discard(&it, iov::ITER_DEST, count); break;  // only ever ITER_DEST
   }
@@ -298,6 +405,18 @@ std::vector<std::unique_ptr<Layout>> edge_layouts() {
   v.push_back(Layout::make_bvec({{3 * PAGE_SIZE, 0}}));
   v.push_back(Layout::make_bvec({{1, 4095}, {0, 1}, {1, 0}}));
   v.push_back(Layout::make_bvec({{0, 0}}));
+  v.push_back(Layout::make_bvecq({{10000, 5000}}));
+  v.push_back(Layout::make_bvecq({{0, 100}, {PAGE_SIZE, 0}, {0, 0}, {100, 4000}, {2 * PAGE_SIZE, PAGE_SIZE}, {0, 7}},
+                                 {0, 2, 1, 0, 3, 0}));
+  v.push_back(Layout::make_bvecq({{1, 4095}, {0, 1}, {1, 0}}, {1, 1, 1}));
+  v.push_back(Layout::make_bvecq({{PAGE_SIZE, 0}, {PAGE_SIZE, 0}}, {1, 0, 0, 1}));
+  v.push_back(Layout::make_bvecq({{0, 0}}));
+  v.push_back(Layout::make_folioq({0, 1, 0, 2}));
+  v.push_back(Layout::make_folioq({1, 0}, 30, 5000));         // across into a second segment
+  v.push_back(Layout::make_folioq({0, 0, 1}, 31));            // from the slot past the first segment
+  std::vector<unsigned> many(40, 0);
+  many[3] = 2;
+  v.push_back(Layout::make_folioq(many, 0, PAGE_SIZE - 1));  // 31 + 9 folios
   v.push_back(Layout::make_xarray(100, 3 * PAGE_SIZE));
   v.push_back(Layout::make_xarray(2 * PAGE_SIZE, PAGE_SIZE));
   v.push_back(Layout::make_xarray(PAGE_SIZE - 1, 2));
@@ -325,6 +444,8 @@ IterState state_of(const iov::iov_iter& it) {
     case iov::ITER_IOVEC: s.nr_segs = it.nr_segs; s.segs = it.iov; break;
     case iov::ITER_KVEC: s.nr_segs = it.nr_segs; s.segs = it.kvec; break;
     case iov::ITER_BVEC: s.nr_segs = it.nr_segs; s.segs = it.bvec; break;
+    case iov::ITER_BVECQ: s.nr_segs = it.bvecq_slot; s.segs = it.bvecq; break;
+    case iov::ITER_FOLIOQ: s.nr_segs = it.folioq_slot; s.segs = it.folioq; break;
     case iov::ITER_XARRAY: s.nr_segs = static_cast<unsigned long>(it.xarray_start); s.segs = it.xarray; break;
     default: break;
   }

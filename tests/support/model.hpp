@@ -19,6 +19,7 @@
 #include <memory>
 #include <ostream>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -27,13 +28,17 @@
 
 namespace iov_test {
 
-enum class Kind { ubuf, iovec, kvec, bvec, xarray, discard };
-inline constexpr Kind kAllKinds[] = {Kind::ubuf, Kind::iovec, Kind::kvec,
-                                     Kind::bvec, Kind::xarray, Kind::discard};
+enum class Kind { ubuf, iovec, kvec, bvec, bvecq, folioq, xarray, discard };
+inline constexpr Kind kAllKinds[] = {Kind::ubuf,   Kind::iovec,  Kind::kvec,   Kind::bvec,
+                                     Kind::bvecq,  Kind::folioq, Kind::xarray, Kind::discard};
 const char* kind_name(Kind k);
 inline bool user_backed(Kind k) { return k == Kind::ubuf || k == Kind::iovec; }
-// BVEC and XARRAY pieces never cross a page.
-inline bool page_split(Kind k) { return k == Kind::bvec || k == Kind::xarray; }
+// BVEC, BVECQ, FOLIOQ and XARRAY pieces never cross a page.
+inline bool page_split(Kind k) {
+  return k == Kind::bvec || k == Kind::bvecq || k == Kind::folioq || k == Kind::xarray;
+}
+// The queue kinds: segments linked through next/prev, a slot index in each.
+inline bool queued(Kind k) { return k == Kind::bvecq || k == Kind::folioq; }
 
 // One segment as a test describes it: its length and an offset. For ubuf,
 // iovec and kvec the offset is where the buffer starts within its page; for
@@ -61,6 +66,18 @@ class Layout {
   static std::unique_ptr<Layout> make_iovec(const std::vector<SegSpec>& segs);
   static std::unique_ptr<Layout> make_kvec(const std::vector<SegSpec>& segs);
   static std::unique_ptr<Layout> make_bvec(const std::vector<SegSpec>& segs);
+  // The bio_vecs of make_bvec() in a queue of bvecq segments, split[k] slots
+  // in the k'th (0 for an empty segment; the sum is segs.size()); by default
+  // three slots a segment.
+  static std::unique_ptr<Layout> make_bvecq(const std::vector<SegSpec>& segs, std::vector<unsigned> split = {});
+  // Folios of these orders in a folio_queue, folioq_nr_slots() a segment
+  // (every segment but the last full, as the kernel's revert assumes), the
+  // iterator starting `offset` bytes into the first of them; `first_slot`
+  // order-0 folios ahead of them in the first segment stand behind the start
+  // (first_slot == 31: the iterator starts on the slot past the first
+  // segment's end, as on a queue extended after the iterator was made).
+  static std::unique_ptr<Layout> make_folioq(const std::vector<unsigned>& orders, unsigned first_slot = 0,
+                                             size_t offset = 0);
   // Pages for byte positions start .. start + len at index pos >> PAGE_SHIFT;
   // `holes` lists page numbers (counted from the first page) left out.
   static std::unique_ptr<Layout> make_xarray(loff_t start, size_t len, const std::vector<size_t>& holes = {});
@@ -100,6 +117,18 @@ class Layout {
   const std::vector<::iovec>& iovecs() const { return iovs_; }
   const std::vector<iov::kvec>& kvecs() const { return kvs_; }
   const std::vector<iov::bio_vec>& bvecs() const { return bvs_; }
+  iov::bvecq* bvecq_head() const { return bqs_.empty() ? nullptr : bqs_.front(); }
+  iov::folio_queue* folioq_head() const { return fqs_.empty() ? nullptr : fqs_.front(); }
+  unsigned folioq_first_slot() const { return fq_first_slot_; }
+  size_t folioq_offset() const { return fq_offset_; }
+  iov::folio* folio_of(size_t seg) const { return folios_.at(seg); }  // FOLIOQ: the folio of a segment
+  // The slot lengths of a queue in order, across its segments.
+  std::vector<size_t> slot_lens() const;
+  // The queue segment and slot of segment `seg` (counted across the queue).
+  std::pair<const void*, unsigned> slot_home(size_t seg) const { return slot_home_.at(seg); }
+  // The flat segment index of slot `slot` of queue segment `q` (a slot past a
+  // segment's end is the next segment's first).
+  size_t flat_slot(const void* q, unsigned slot) const;
   iov::xarray* xa() const { return xa_.get(); }
   loff_t xa_start() const { return xa_start_; }
   iov::page* xa_page(size_t n) const;  // the page of page number n (counted from the first)
@@ -116,6 +145,19 @@ class Layout {
   std::vector<::iovec> iovs_;
   std::vector<iov::kvec> kvs_;
   std::vector<iov::bio_vec> bvs_;
+  std::vector<iov::bvecq*> bqs_;
+  std::vector<std::pair<const void*, unsigned>> slot_home_;
+  struct QueueSeg {
+    const void* q;
+    size_t first_flat;    // the flat index of its first slot past data_start
+    unsigned data_start;  // slots ahead of the data (FOLIOQ: first_slot in the first segment)
+  };
+  std::vector<QueueSeg> qsegs_;
+  std::vector<iov::folio_queue*> fqs_;
+  std::vector<iov::folio*> folios_;      // the folio of each segment
+  std::vector<iov::folio*> all_folios_;  // fillers included: put when the layout goes
+  unsigned fq_first_slot_ = 0;
+  size_t fq_offset_ = 0;
   std::unique_ptr<iov::xarray> xa_;
   loff_t xa_start_ = 0;
   std::vector<iov::page*> xa_pages_;
