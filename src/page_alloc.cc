@@ -23,6 +23,25 @@
 #include "iov/internal/fault_inject.hpp"
 #include "page_alloc_internal.hpp"
 
+// Under AddressSanitizer free frames are poisoned, so that a use after free
+// or an overflow into a free neighbour is caught as it was when each page
+// was its own malloc.
+#if defined(__SANITIZE_ADDRESS__)
+#define IOV_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define IOV_ASAN 1
+#endif
+#endif
+#ifdef IOV_ASAN
+#include <sanitizer/asan_interface.h>
+#define IOV_POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define IOV_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define IOV_POISON(p, n) ((void)(p), (void)(n))
+#define IOV_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
 namespace iov {
 namespace internal {
 namespace {
@@ -201,12 +220,14 @@ chunk* new_chunk() {
   }
   c->kind = region_kind::chunk;
   c->base = reinterpret_cast<uintptr_t>(mem);
+  IOV_POISON(mem, CHUNK_SIZE);
   for (unsigned i = 0; i < CHUNK_FRAMES; i++)
     c->frames[i].index = static_cast<uint16_t>(i);
   return c;
 }
 
 void delete_chunk(chunk* c) {
+  IOV_UNPOISON(reinterpret_cast<void*>(c->base), CHUNK_SIZE);
   munmap(reinterpret_cast<void*>(c->base), CHUNK_SIZE);
   delete c;
 }
@@ -385,6 +406,7 @@ page* hand_out(frame_meta* m, unsigned order, gfp_t gfp, bool zeroed) {
   m->order.store(static_cast<uint8_t>(order), std::memory_order_relaxed);
   m->flags.store(F_HEAD | (direct ? F_DIRECT : 0) | (order && (gfp & __GFP_COMP) ? F_COMPOUND : 0), std::memory_order_relaxed);
   page* p = page_of(m);
+  IOV_UNPOISON(p, PAGE_SIZE << order);
   if ((m->flags & F_COMPOUND) && !direct) {
     for (size_t i = 1; i < (size_t{1} << order); i++) {
       m[i].flags.store(F_TAIL, std::memory_order_relaxed);
@@ -407,6 +429,7 @@ page* alloc_order0(gfp_t gfp) {
 }
 
 void free_order0(frame_meta* m) {
+  IOV_POISON(page_of(m), PAGE_SIZE);
   thread_cache& tc = this_thread_cache;
   if (!tc.registered) {  // a thread that frees before it ever allocates
     allocator& a = the_allocator();
@@ -494,6 +517,7 @@ void free_allocation(frame_meta* head) noexcept {
   if (head->flags & F_COMPOUND)
     for (size_t i = 1; i < (size_t{1} << order); i++)
       head[i].flags.store(0, std::memory_order_relaxed);
+  IOV_POISON(page_of(head), PAGE_SIZE << order);
   allocator& a = the_allocator();
   unmap_list later;
   std::lock_guard g(a.lock);

@@ -4,6 +4,7 @@
 // compound page's) and a flat model of the folio's bytes.
 //
 //   ctest -R folio_test
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -196,7 +197,7 @@ TEST_F(FolioModel, CopiesThroughIterators) {
       iov::iov_iter to = layout->iter(iov::ITER_DEST);
       std::vector<unsigned char> flat = layout->gather();
       EXPECT_EQ(iov::copy_folio_to_iter(f_, off, bytes, &to), want);
-      std::memcpy(flat.data(), model_.data() + off, want);
+      std::copy_n(model_.data() + off, want, flat.data());
       EXPECT_EQ(layout->gather(), flat);
       EXPECT_EQ(to.count, layout->total() - want);
 
@@ -204,14 +205,14 @@ TEST_F(FolioModel, CopiesThroughIterators) {
       layout->fill(round + 100);
       flat = layout->gather();
       EXPECT_EQ(iov::copy_folio_from_iter(f_, off, bytes, &from), want);
-      std::memcpy(model_.data() + off, flat.data(), want);
+      std::copy_n(flat.data(), want, model_.data() + off);
       expect_model();
 
       from = layout->iter(iov::ITER_SOURCE);
       layout->fill(round + 200);
       flat = layout->gather();
       EXPECT_EQ(iov::copy_folio_from_iter_atomic(f_, off, bytes, &from), want);
-      std::memcpy(model_.data() + off, flat.data(), want);
+      std::copy_n(flat.data(), want, model_.data() + off);
       expect_model();
       EXPECT_EQ(from.count, layout->total() - want);
     }
