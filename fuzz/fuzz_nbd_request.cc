@@ -1,4 +1,4 @@
-// nbd_request_fuzz: the fuzzer's bytes as an NBD client's side of the stream,
+// fuzz_nbd_request: the fuzzer's bytes as an NBD client's side of the stream,
 // fed over a socketpair to an iov::nbd::server (src/tools/nbd) with small
 // limits, serving a 1 MiB brd or null_blk device: the handshake, option
 // haggling and transmission must never crash, leak or hang, and the payload
@@ -13,8 +13,8 @@
 // The server's replies are drained as they come; the stream ends with a
 // half-close, so the connection always sees EOF and returns.
 //
-//   build/fuzz/fuzz/nbd_request_fuzz -max_total_time=60 build/fuzz/corpus/nbd_request_fuzz
-//   build/fuzz/fuzz/nbd_request_fuzz crash-...          # replay one input
+//   build/fuzz/fuzz/fuzz_nbd_request -max_total_time=60 build/fuzz/corpus/fuzz_nbd_request
+//   build/fuzz/fuzz/fuzz_nbd_request crash-...          # replay one input
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -153,7 +153,7 @@ void pump(int fd, const bytes& stream) {
     pollfd p{fd, static_cast<short>(POLLIN | (write_open ? POLLOUT : 0)), 0};
     int n = poll(&p, 1, 20000);
     if (n == 0) {
-      std::fprintf(stderr, "nbd_request_fuzz: the server neither reads nor closes (hung)\n");
+      std::fprintf(stderr, "fuzz_nbd_request: the server neither reads nor closes (hung)\n");
       std::abort();
     }
     if (n < 0)
