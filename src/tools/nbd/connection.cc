@@ -122,10 +122,10 @@ connection::step connection::take_message() {
       return on_option(h.option, data, h.length);
     }
     case phase::requests: {
-      if (available() < kRequestSize)
-        return need(kRequestSize);
+      if (available() < request_size())
+        return need(request_size());
       request rq;
-      if (!decode_request(input(), &rq))
+      if (!(extended_ ? decode_extended_request(input(), &rq) : decode_request(input(), &rq)))
         return step::fail;
       return on_request(rq);
     }
@@ -207,9 +207,9 @@ void connection::queue_device(uint64_t offset, uint64_t length) {
 }
 
 // Time to send before taking another request: room for one more reply's
-// segments (a READ takes two), and not too much waiting.
+// segments, and not too much waiting.
 bool connection::output_full() const {
-  return seg_count_ + 3 > kMaxSegments || out_.size() - out_head_ >= kOutputBytesHigh ||
+  return seg_count_ + kReplySegments > kMaxSegments || out_.size() - out_head_ >= kOutputBytesHigh ||
          queued_device_bytes_ >= kDeviceBytesHigh;
 }
 

@@ -50,6 +50,7 @@ class connection {
  public:
   static constexpr size_t kInputBuffer = 128 * 1024;  // > an option's header and data, or an inline WRITE
   static constexpr size_t kReadWindow = 128 * 1024;   // a non-lending device's READ data at a time
+  static constexpr size_t kMaxReadRuns = 16;          // chunks of one structured READ reply (data or hole)
 
   // What the event loop does next with the connection.
   enum class next : uint8_t {
@@ -78,6 +79,7 @@ class connection {
 
   int fd() const { return fd_; }
   bool structured_replies() const { return structured_; }
+  bool extended_headers() const { return extended_; }
 
   // The event loop's bookkeeping: its index in the loop's table, whether it
   // is queued to run again after a yield, and whether it waits to write.
@@ -120,6 +122,8 @@ class connection {
   uint16_t transmission_flags() const;
 
   // Transmission (transmission.cc).
+  size_t request_size() const { return extended_ ? kExtendedRequestSize : kRequestSize; }
+  bool carries_payload(const request& rq) const;
   step on_request(const request& rq);
   step start_payload(const request& rq);
   step continue_payload();
@@ -129,6 +133,8 @@ class connection {
   void handle_write(const request& rq, const void* payload);
   void handle_write_zeroes(const request& rq);
   void queue_read(const request& rq);
+  size_t read_runs(const request& rq);
+  void queue_chunk_header(const request& rq, uint16_t flags, uint16_t type, uint32_t length);
   void reply_block_status(const request& rq);
   bool submit_or_reply(const request& rq, blk_request& br, const char* what, bool optional = false);
   void reply_ok(const request& rq);
@@ -142,7 +148,8 @@ class connection {
 
   // Negotiated.
   bool no_zeroes_ = false;
-  bool structured_ = false;
+  bool structured_ = false;  // structured replies, or extended (which are structured too)
+  bool extended_ = false;    // extended headers
   bool meta_allocation_ = false;
 
   // Input: bytes [in_head_, in_tail_) of in_ are received, not yet taken.
@@ -155,7 +162,9 @@ class connection {
     uint64_t offset;  // device segments: where on the device
     bool device;
   };
-  static constexpr unsigned kMaxSegments = 64;
+  static constexpr unsigned kMaxSegments = 128;
+  // Room kept for one more reply: a READ of kMaxReadRuns chunks.
+  static constexpr unsigned kReplySegments = 2 * kMaxReadRuns + 1;
   segment segs_[kMaxSegments];
   unsigned seg_first_ = 0, seg_count_ = 0;
   uint64_t seg_sent_ = 0;           // bytes of the first segment already sent
@@ -166,6 +175,14 @@ class connection {
   std::unique_ptr<unsigned char[]> window_;  // a non-lending device's READ data
   uint64_t window_offset_ = 0;
   size_t window_length_ = 0;
+  // A READ's runs of data and zeros, and the extents they come from (kept
+  // for their capacity).
+  struct read_run {
+    uint64_t offset, length;
+    bool zero;
+  };
+  std::vector<read_run> runs_;
+  std::vector<blk_extent> extents_;
 
   // A WRITE whose payload is above kInlinePayload, being received.
   request pending_{};

@@ -50,6 +50,8 @@ void connection::reply_option(uint32_t option, uint32_t type, const void* data, 
 connection::phase connection::handle_option(uint32_t option, const unsigned char* data, uint32_t len) {
   switch (option) {
     case NBD_OPT_EXPORT_NAME: {  // any name: the one export
+      if (extended_)
+        return phase::closing;  // forbidden after extended headers, and it has no error reply
       unsigned char reply[kExportNameReplySize];
       encode_export_name_reply(reply, ctx_.dev.get_capacity() << SECTOR_SHIFT, transmission_flags());
       queue_bytes(reply, sizeof reply);
@@ -79,7 +81,15 @@ connection::phase connection::handle_option(uint32_t option, const unsigned char
     case NBD_OPT_STRUCTURED_REPLY:
       if (len)
         return reply_option(option, NBD_REP_ERR_INVALID), phase::options;
+      if (extended_)  // extended headers take precedence
+        return reply_option(option, NBD_REP_ERR_EXT_HEADER_REQD), phase::options;
       structured_ = true;
+      reply_option(option, NBD_REP_ACK);
+      return phase::options;
+    case NBD_OPT_EXTENDED_HEADERS:
+      if (len)
+        return reply_option(option, NBD_REP_ERR_INVALID), phase::options;
+      structured_ = extended_ = true;  // every reply a chunk, with the 32-byte header
       reply_option(option, NBD_REP_ACK);
       return phase::options;
     case NBD_OPT_LIST_META_CONTEXT:
