@@ -67,10 +67,11 @@ connection::phase connection::handle_option(uint32_t option, const unsigned char
     case NBD_OPT_LIST: {
       if (len)
         return reply_option(option, NBD_REP_ERR_INVALID), phase::options;
-      const std::string& name = ctx_.exp.name;
+      const std::string& name = ctx_.exp.name;  // then its description, as the reply's details
       std::string entry(4 + name.size(), '\0');
       put32(reinterpret_cast<unsigned char*>(entry.data()), static_cast<uint32_t>(name.size()));
       entry.replace(4, name.size(), name);
+      entry += ctx_.exp.description;
       reply_option(option, NBD_REP_SERVER, entry.data(), static_cast<uint32_t>(entry.size()));
       reply_option(option, NBD_REP_ACK);
       return phase::options;
@@ -129,10 +130,10 @@ connection::phase connection::handle_info_or_go(uint32_t option, const unsigned 
     want_description |= what == NBD_INFO_DESCRIPTION;
   }
   reply_export_info(option);
-  if (want_name) {
+  if (want_name) {  // the canonical name, whatever name the client used
     std::string name(2, '\0');
     put16(reinterpret_cast<unsigned char*>(name.data()), NBD_INFO_NAME);
-    name.append(reinterpret_cast<const char*>(data + 4), namelen);
+    name += ctx_.exp.name;
     reply_option(option, NBD_REP_INFO, name.data(), static_cast<uint32_t>(name.size()));
   }
   if (want_description) {
