@@ -31,6 +31,7 @@
 #include "nbd/budget.hpp"
 #include "nbd/config.hpp"
 #include "nbd/protocol.hpp"
+#include "nbd/tls.hpp"
 
 namespace iov::nbd {
 
@@ -44,6 +45,8 @@ struct context {
   payload_budget& budget;
   uint32_t max_payload;  // max_payload(limits)
   bool lends;            // the device lends its pages (blkdev::lend_pages)
+  tls_mode tls;          // off unless credentials are loaded
+  const tls_credentials* credentials;
 };
 
 class connection {
@@ -73,7 +76,9 @@ class connection {
   bool expired(clock_type::time_point now, const char** why) const;
   // Replies are queued that the socket did not take: the loop then also
   // waits for it to be writable.
-  bool output_pending() const { return seg_count_ != 0; }
+  bool output_pending() const {
+    return seg_count_ != 0 || tls_out_len_ != 0 || (phase_ == phase::tls_handshake && tls_ && tls_->wants_write());
+  }
   // Parked waiting for payload memory, which has now been granted.
   bool ready_after_park() const { return parked_ && waiter_.granted(); }
 
@@ -88,11 +93,14 @@ class connection {
   bool polls_out = false;  // registered for EPOLLOUT
 
  private:
-  enum class phase : uint8_t { client_flags, options, requests, payload, closing };
+  enum class phase : uint8_t { client_flags, options, tls_handshake, requests, payload, closing };
   enum class step : uint8_t { done, need_input, park, fail };
   enum class io : uint8_t { done, again, eof, error };
 
   next drive();
+  next drive_tls_handshake();
+  io tls_fill(void* p, size_t n, size_t* got);
+  io tls_flush();
   step take_message();
   io fill();
   io flush();
@@ -109,6 +117,7 @@ class connection {
   void queue_bytes(const void* p, size_t n);
   void queue_device(uint64_t offset, uint64_t length);
   void consume_output(size_t n);
+  bool gather_output(::iovec* vec, unsigned* n, size_t* bytes, uint64_t limit);
   bool gather_device(uint64_t pos, uint64_t len, ::iovec* vec, unsigned max, unsigned* n, size_t* bytes);
 
   // Handshake (handshake.cc).
@@ -116,6 +125,7 @@ class connection {
   step on_option(uint32_t option, const unsigned char* data, uint32_t len);
   phase handle_option(uint32_t option, const unsigned char* data, uint32_t len);
   phase handle_info_or_go(uint32_t option, const unsigned char* data, uint32_t len);
+  phase handle_starttls(uint32_t option, uint32_t len);
   phase handle_meta_context(uint32_t option, const unsigned char* data, uint32_t len);
   void reply_option(uint32_t option, uint32_t type, const void* data = nullptr, uint32_t len = 0);
   void reply_export_info(uint32_t option);
@@ -145,6 +155,12 @@ class connection {
   phase phase_ = phase::client_flags;
   clock_type::time_point now_, accepted_, progress_;
   uint64_t moved_ = 0;  // bytes received or sent since progress_
+
+  // TLS, once STARTTLS is acknowledged; the plaintext of the replies taken
+  // from the output queue and not yet taken by the session.
+  std::unique_ptr<tls_session> tls_;
+  std::unique_ptr<unsigned char[]> tls_out_;
+  size_t tls_out_head_ = 0, tls_out_len_ = 0;
 
   // Negotiated.
   bool no_zeroes_ = false;

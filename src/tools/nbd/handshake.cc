@@ -48,6 +48,12 @@ void connection::reply_option(uint32_t option, uint32_t type, const void* data, 
 }
 
 connection::phase connection::handle_option(uint32_t option, const unsigned char* data, uint32_t len) {
+  if (ctx_.tls == tls_mode::require && !tls_ && option != NBD_OPT_STARTTLS && option != NBD_OPT_ABORT) {
+    if (option == NBD_OPT_EXPORT_NAME)
+      return phase::closing;  // it has no error reply
+    reply_option(option, NBD_REP_ERR_TLS_REQD);
+    return phase::options;
+  }
   switch (option) {
     case NBD_OPT_EXPORT_NAME: {  // any name: the one export
       if (extended_)
@@ -97,12 +103,28 @@ connection::phase connection::handle_option(uint32_t option, const unsigned char
     case NBD_OPT_SET_META_CONTEXT:
       return handle_meta_context(option, data, len);
     case NBD_OPT_STARTTLS:
-      reply_option(option, NBD_REP_ERR_POLICY);
-      return phase::options;
+      return handle_starttls(option, len);
     default:
       reply_option(option, NBD_REP_ERR_UNSUP);
       return phase::options;
   }
+}
+
+// STARTTLS: the ACK goes out in plain text, then the TLS handshake
+// (connection.cc, drive_tls_handshake). What was negotiated before is
+// forgotten, as the protocol requires. A client that sent anything after
+// STARTTLS before our ACK is dropped: those bytes would be plaintext
+// injected into the session.
+connection::phase connection::handle_starttls(uint32_t option, uint32_t len) {
+  if (ctx_.tls == tls_mode::off)
+    return reply_option(option, NBD_REP_ERR_POLICY), phase::options;
+  if (len || tls_)
+    return reply_option(option, NBD_REP_ERR_INVALID), phase::options;
+  if (available())
+    return phase::closing;
+  reply_option(option, NBD_REP_ACK);
+  structured_ = extended_ = meta_allocation_ = false;
+  return phase::tls_handshake;
 }
 
 void connection::reply_export_info(uint32_t option) {

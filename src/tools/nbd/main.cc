@@ -2,7 +2,8 @@
 // API contract): --driver, --size, the driver's settings as for iov-fio,
 // --socket=PATH (-U) or --port=N (-p; 10809 by default) on --bind=ADDRESS
 // (127.0.0.1 by default), --read-only (-r), --export-name, --description,
-// --pidfile=FILE, --run 'CMD' (captive.hpp), and the server's limits:
+// --pidfile=FILE, --run 'CMD' (captive.hpp), TLS (--tls=off|on|require with
+// --tls-psk=FILE or --tls-certificates=DIR; tls.hpp), and the server's limits:
 // --max-connections, --handshake-timeout, --idle-timeout, --request-timeout,
 // --payload-memory, --threads. Prints "listening on ADDRESS" when ready and
 // runs until SIGINT, SIGTERM, SIGHUP or SIGQUIT (SIGUSR1 and SIGUSR2 are
@@ -40,6 +41,7 @@ int usage(const std::string& msg) {
                "usage: iov-nbd [--driver=brd|null_blk] [--size=64m] [driver settings]\n"
                "               [--socket=PATH | -U PATH | --port=N | -p N] [--bind=ADDRESS] [--read-only | -r]\n"
                "               [--export-name=NAME] [--description=TEXT] [--pidfile=FILE] [--run 'CMD'] [limits]\n"
+               "               [--tls=off|on|require --tls-psk=FILE | --tls-certificates=DIR]\n"
                "  driver settings: --blocksize=512 --memory_backed=0|1 --cache_size=MB --zoned --zone_size=MB\n"
                "                   --zone_nr_conv=N --detect_zeroes=off|on|unmap\n"
                "  limits: --max-connections=256 --handshake-timeout=10 --idle-timeout=0 --request-timeout=30\n"
@@ -81,8 +83,8 @@ class pidfile {
 
 // Serves until CMD ends (its status) or a signal stops the server (CMD is
 // then sent SIGTERM, and its status is still the one returned).
-int run_captive(iov::nbd::server& server, const std::string& cmd, const std::string& export_name) {
-  const pid_t child = iov::nbd::start_captive(cmd, server.where(), export_name, 0);
+int run_captive(iov::nbd::server& server, const std::string& cmd, const std::string& export_name, int tls) {
+  const pid_t child = iov::nbd::start_captive(cmd, server.where(), export_name, tls);
   if (child < 0) {
     std::fprintf(stderr, "iov-nbd: --run: cannot start /bin/sh: %s\n", std::strerror(static_cast<int>(-child)));
     return 1;
@@ -117,7 +119,7 @@ int main(int argc, char** argv) {
   iov::nbd::server_options opts;
   iov::nbd::server_limits& lim = opts.limits;
   iov::blkdev_settings settings;
-  std::string pidfile_path, run_cmd;
+  std::string pidfile_path, run_cmd, tls_psk, tls_certificates;
   bool named_export = false, described = false;
   for (int a = 1; a < argc; a++) {
     std::string arg = argv[a];
@@ -178,6 +180,19 @@ int main(int argc, char** argv) {
         return usage("--" + name + " is longer than 4096 bytes");
       (name == "export-name" ? opts.exp.name : opts.exp.description) = value;
       (name == "export-name" ? named_export : described) = true;
+    } else if (name == "tls") {
+      if (value == "off")
+        opts.tls = iov::nbd::tls_mode::off;
+      else if (value == "on")
+        opts.tls = iov::nbd::tls_mode::on;
+      else if (value == "require")
+        opts.tls = iov::nbd::tls_mode::require;
+      else
+        return usage("--tls needs off, on or require");
+    } else if (name == "tls-psk" || name == "tls-certificates") {
+      if (value.empty())
+        return usage("--" + name + " needs a " + (name == "tls-psk" ? "file" : "directory"));
+      (name == "tls-psk" ? tls_psk : tls_certificates) = value;
     } else if (name == "pidfile") {
       if (value.empty())
         return usage("--pidfile needs a path");
@@ -224,6 +239,22 @@ int main(int argc, char** argv) {
     return usage(std::string(dev.status().message()));
   if (!opts.socket_path.empty() && !opts.bind_address.empty())
     return usage("--bind is for TCP: it cannot go with --socket");
+  if (!tls_psk.empty() && !tls_certificates.empty())
+    return usage("--tls-psk and --tls-certificates: one or the other");
+  const bool credentials = !tls_psk.empty() || !tls_certificates.empty();
+  if (opts.tls != iov::nbd::tls_mode::off && !credentials)
+    return usage("--tls=on and --tls=require need --tls-psk=FILE or --tls-certificates=DIR");
+  if (opts.tls == iov::nbd::tls_mode::off && credentials)
+    return usage("--tls-psk and --tls-certificates need --tls=on or --tls=require");
+  if (credentials) {
+    auto creds = tls_psk.empty() ? iov::nbd::tls_credentials::load_x509(tls_certificates)
+                                 : iov::nbd::tls_credentials::load_psk(tls_psk);
+    if (!creds.ok()) {
+      std::fprintf(stderr, "iov-nbd: %s\n", std::string(creds.status().message()).c_str());
+      return 1;
+    }
+    opts.credentials = std::move(*creds);
+  }
   if (!named_export)
     opts.exp.name = "";
   if (!described)
@@ -242,7 +273,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "iov-nbd: %s\n", std::string(st.message()).c_str());
     return 1;
   }
-  if (server.where().reachable_from_network())
+  if (server.where().reachable_from_network() && opts.tls != iov::nbd::tls_mode::require)
     std::fprintf(stderr,
                  "iov-nbd: warning: the export is reachable from the network on %s without --tls=require: "
                  "anyone who can reach it can read and write the disk\n",
@@ -254,7 +285,7 @@ int main(int argc, char** argv) {
   }
   std::printf("listening on %s\n", server.address().c_str());
   std::fflush(stdout);
-  const int status = run_cmd.empty() ? (server.run(), 0) : run_captive(server, run_cmd, opts.exp.name);
+  const int status = run_cmd.empty() ? (server.run(), 0) : run_captive(server, run_cmd, opts.exp.name, static_cast<int>(opts.tls));
   g_server = nullptr;
   return status;
 }

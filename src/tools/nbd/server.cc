@@ -39,7 +39,14 @@ server::server(blkdev& dev, const server_options& opts)
     : dev_(dev),
       opts_(opts),
       budget_(opts.limits.payload_memory),
-      ctx_{dev, opts_.exp, opts_.limits, budget_, max_payload(opts_.limits), lends(dev)} {}
+      ctx_{dev,
+           opts_.exp,
+           opts_.limits,
+           budget_,
+           max_payload(opts_.limits),
+           lends(dev),
+           opts_.credentials ? opts_.tls : tls_mode::off,
+           opts_.credentials.get()} {}
 
 server::~server() {
   shut_down();

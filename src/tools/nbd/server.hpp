@@ -23,6 +23,7 @@
 #include "nbd/config.hpp"
 #include "nbd/connection.hpp"
 #include "nbd/listener.hpp"
+#include "nbd/tls.hpp"
 
 namespace iov::nbd {
 
@@ -34,6 +35,8 @@ struct server_options {
   uint16_t port = 10809;    // 0: any free port
   export_options exp;
   server_limits limits;
+  tls_mode tls = tls_mode::off;                     // on or require: tls_credentials set
+  std::shared_ptr<const tls_credentials> credentials = nullptr;
 };
 
 // What a server has done, for tests and logs.
