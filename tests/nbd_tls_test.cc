@@ -190,6 +190,26 @@ TEST_F(NbdTlsPsk, HandshakeTimeoutCoversTheTlsHandshake) {
   EXPECT_EQ(srv->signal_and_wait(SIGTERM), 0) << srv->output();
 }
 
+// A client that ends its stream in the middle of a TLS record is closed at
+// once, not after the handshake timeout (GnuTLS reports such an end as
+// "again"; the edge-triggered loop would never wake for it).
+TEST_F(NbdTlsPsk, AnEndInsideARecordClosesAtOnce) {
+  auto srv = serve("require", {"--handshake-timeout=60"});
+  for (size_t cut : {size_t{3}, size_t{100}}) {
+    auto c = client::connect_unix(dir_.path("sock"));
+    ASSERT_TRUE(c && c->greet() && c->send_option(OPT_STARTTLS, {}));
+    auto r = c->read_option_reply();
+    ASSERT_TRUE(r && r->type == REP_ACK);
+    bytes record = {0x16, 0x03, 0x01, 0x02, 0x00};  // a handshake record of 512 bytes, cut short
+    record.resize(cut, 0x01);
+    ASSERT_TRUE(c->send_bytes(record.data(), record.size()));
+    c->shutdown_write();
+    c->set_timeout_ms(5000);
+    EXPECT_TRUE(c->wait_closed()) << cut;
+  }
+  EXPECT_EQ(srv->signal_and_wait(SIGTERM), 0) << srv->output();
+}
+
 // X.509 as nbdkit and qemu read it: ca-cert.pem, server-cert.pem,
 // server-key.pem in one directory; the client trusts the CA.
 TEST(NbdTlsX509, CertificatesServeRealClients) {

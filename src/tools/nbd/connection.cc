@@ -161,8 +161,14 @@ connection::next connection::drive_tls_handshake() {
     case tls_io::done:
       phase_ = phase::options;
       return next::yield;
-    case tls_io::again:
+    case tls_io::again: {
+      // GnuTLS holding part of a record reports an end of stream as
+      // `again`, and the edge-triggered loop would not wake for it again.
+      char c;
+      if (!tls_->wants_write() && ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
+        return next::close;
       return next::wait;
+    }
     case tls_io::eof:
       return next::close;
     case tls_io::error:
@@ -176,8 +182,10 @@ connection::io connection::tls_fill(void* p, size_t n, size_t* got) {
   switch (tls_->recv(p, n, got)) {
     case tls_io::done:
       return io::done;
-    case tls_io::again:
-      return io::again;
+    case tls_io::again: {
+      char c;  // an end of stream in the middle of a record: see drive_tls_handshake
+      return ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0 ? io::eof : io::again;
+    }
     case tls_io::eof:
       return io::eof;
     case tls_io::error:
