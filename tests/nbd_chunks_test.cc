@@ -31,11 +31,12 @@ using piece = reply::piece;
 // as data; a single data run when there is nothing else.
 std::vector<piece> expected_pieces(const alloc_model& m, uint64_t off, uint64_t len, size_t max_runs = 16) {
   std::vector<piece> out;
+  out.reserve(max_runs);
   for (uint64_t s = off; s < off + len; s += 512) {
     const bool zero = m.unit[s / (4 * KiB)] != alloc_model::data;
     if (!out.empty() && out.back().hole == zero) {
       out.back().length += 512;
-    } else if (out.size() + 1 == max_runs) {
+    } else if (!out.empty() && out.size() + 1 == max_runs) {
       out.push_back({s, off + len - s, false});
       break;
     } else {
