@@ -203,7 +203,7 @@ TEST(NbdHandshake, UnknownOptionsAreUnsupported) {
   local_server s;
   auto c = s.connect();
   ASSERT_TRUE(c && c->greet());
-  for (uint32_t option : {0u, 4u, 11u, 99u, 0x7fffffffu}) {
+  for (uint32_t option : {0u, 4u, 12u, 99u, 0x7fffffffu}) {
     ASSERT_TRUE(c->send_option(option, {1, 2, 3}));
     auto r = c->read_option_reply();
     ASSERT_TRUE(r) << c->last_error();

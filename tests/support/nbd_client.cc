@@ -289,6 +289,17 @@ bool client::opt_structured_reply() {
   return true;
 }
 
+uint32_t client::opt_extended_headers() {
+  if (!send_option(OPT_EXTENDED_HEADERS, {}))
+    return 0;
+  auto r = read_option_reply();
+  if (!r || r->option != OPT_EXTENDED_HEADERS)
+    return 0;
+  if (r->type == REP_ACK)
+    structured_ = extended_ = true;
+  return r->type;
+}
+
 client::meta_result client::opt_meta_context(uint32_t option, const std::string& export_name,
                                              const std::vector<std::string>& queries) {
   meta_result m;
@@ -311,21 +322,24 @@ client::meta_result client::opt_meta_context(uint32_t option, const std::string&
 
 // --- Transmission ----------------------------------------------------------------
 
-bool client::send_request(uint16_t type, uint16_t flags, uint64_t cookie, uint64_t offset, uint32_t length,
+bool client::send_request(uint16_t type, uint16_t flags, uint64_t cookie, uint64_t offset, uint64_t length,
                           const void* payload, size_t payload_len, uint32_t magic) {
   bytes b;
-  put32(&b, magic);
+  put32(&b, magic ? magic : extended_ ? kExtendedRequestMagic : kRequestMagic);
   put16(&b, flags);
   put16(&b, type);
   put64(&b, cookie);
   put64(&b, offset);
-  put32(&b, length);
+  if (extended_)
+    put64(&b, length);
+  else
+    put32(&b, static_cast<uint32_t>(length));
   const auto* p = static_cast<const unsigned char*>(payload);
   b.insert(b.end(), p, p + payload_len);
   return send_bytes(b.data(), b.size());
 }
 
-reply client::read_reply(uint64_t cookie, uint16_t type, uint64_t offset, uint32_t length) {
+reply client::read_reply(uint64_t cookie, uint16_t type, uint64_t offset, uint64_t length) {
   if (structured_)
     return read_structured(cookie, type, offset, length);
   unsigned char magic[4];
@@ -338,7 +352,7 @@ reply client::read_reply(uint64_t cookie, uint16_t type, uint64_t offset, uint32
 
 // The rest of a simple reply, after its magic: the error, then a successful
 // READ's data.
-reply client::read_simple(uint64_t cookie, uint16_t type, uint32_t length) {
+reply client::read_simple(uint64_t cookie, uint16_t type, uint64_t length) {
   unsigned char head[12];
   if (!recv_exact(head, sizeof head))
     return failed(last_error_);
@@ -363,9 +377,10 @@ namespace {
 // data is reassembled into the reply as it comes.
 class chunk_checker {
  public:
-  chunk_checker(reply* r, uint16_t type, uint64_t offset, uint32_t length)
-      : r_(*r), type_(type), offset_(offset), length_(length), covered_(type == CMD_READ ? length : 0) {
-    if (type == CMD_READ)
+  chunk_checker(reply* r, uint16_t type, uint64_t offset, uint64_t length, bool extended)
+      : r_(*r), type_(type), offset_(offset), length_(length), extended_(extended),
+        covered_(type == CMD_READ && length <= kMaxRead ? length : 0) {
+    if (type == CMD_READ && length <= kMaxRead)
       r_.data.assign(length, 0);
   }
 
@@ -386,6 +401,7 @@ class chunk_checker {
         if (!cover(o, n))
           return "OFFSET_DATA outside the request or overlapping";
         std::memcpy(r_.data.data() + (o - offset_), p + 8, n);
+        r_.pieces.push_back({o, n, false});
         return "";
       }
       case REPLY_TYPE_OFFSET_HOLE:
@@ -393,9 +409,16 @@ class chunk_checker {
           return "malformed OFFSET_HOLE";
         if (!cover(get64(p), get32(p + 8)))
           return "OFFSET_HOLE outside the request or overlapping";
+        r_.pieces.push_back({get64(p), get32(p + 8), true});
         return "";  // r_.data is already zero there
       case REPLY_TYPE_BLOCK_STATUS:
+        if (extended_)
+          return "BLOCK_STATUS (compact) with extended headers";
         return take_block_status(p, len);
+      case REPLY_TYPE_BLOCK_STATUS_EXT:
+        if (!extended_)
+          return "BLOCK_STATUS_EXT without extended headers";
+        return take_block_status_ext(p, len);
       case REPLY_TYPE_ERROR:
       case REPLY_TYPE_ERROR_OFFSET: {
         const uint32_t extra = ctype == REPLY_TYPE_ERROR ? 6 : 14;
@@ -415,6 +438,8 @@ class chunk_checker {
   std::string finish() const {
     if (saw_error_)
       return "";
+    if (type_ == CMD_READ && length_ > kMaxRead)
+      return "a successful READ longer than any payload";
     for (bool c : covered_)
       if (!c)
         return "a successful READ reply that does not cover the request";
@@ -440,10 +465,33 @@ class chunk_checker {
     return sum > length_ ? "block status descriptors beyond the request" : "";
   }
 
+  // Context id, descriptor count, then 64-bit lengths and statuses (the
+  // high 32 bits of base:allocation's zero).
+  std::string take_block_status_ext(const unsigned char* p, uint32_t len) {
+    if (type_ != CMD_BLOCK_STATUS || len < 24 || (len - 8) % 16 || saw_status_)
+      return "malformed BLOCK_STATUS_EXT chunk";
+    if (get32(p + 4) != (len - 8) / 16)
+      return "BLOCK_STATUS_EXT: the descriptor count is not the chunk's";
+    saw_status_ = true;
+    r_.context_id = get32(p);
+    uint64_t sum = 0;
+    for (uint32_t k = 8; k < len; k += 16) {
+      const uint64_t status = get64(p + k + 8);
+      if (status >> 32)
+        return "BLOCK_STATUS_EXT: a base:allocation status beyond 32 bits";
+      extent e{get64(p + k), static_cast<uint32_t>(status)};
+      if (e.length == 0)
+        return "a zero-length block status descriptor";
+      sum += e.length;
+      r_.extents.push_back(e);
+    }
+    return sum > length_ ? "block status descriptors beyond the request" : "";
+  }
+
   // Marks [o, o + n) as answered: false when it lies outside the request or
-  // was answered already.
+  // was answered already, or the READ is longer than any server sends.
   bool cover(uint64_t o, uint64_t n) {
-    if (o < offset_ || n > length_ || o - offset_ > length_ - n)
+    if (length_ > kMaxRead || o < offset_ || n > length_ || o - offset_ > length_ - n)
       return false;
     for (uint64_t k = o - offset_; k < o - offset_ + n; k++) {
       if (covered_[k])
@@ -453,10 +501,13 @@ class chunk_checker {
     return true;
   }
 
+  static constexpr uint64_t kMaxRead = 64u << 20;  // longer READs can only be refused
+
   reply& r_;
   const uint16_t type_;
   const uint64_t offset_;
-  const uint32_t length_;
+  const uint64_t length_;
+  const bool extended_;
   std::vector<bool> covered_;
   bool saw_status_ = false, saw_error_ = false;
 };
@@ -464,24 +515,28 @@ class chunk_checker {
 }  // namespace
 
 // Reads chunks up to the one marked DONE; a request other than READ may still
-// be answered by one simple reply.
-reply client::read_structured(uint64_t cookie, uint16_t type, uint64_t offset, uint32_t length) {
+// be answered by one simple reply (never with extended headers, whose chunks
+// also carry the request's offset).
+reply client::read_structured(uint64_t cookie, uint16_t type, uint64_t offset, uint64_t length) {
   reply r;
-  chunk_checker checker(&r, type, offset, length);
+  chunk_checker checker(&r, type, offset, length, extended_);
   for (;;) {
-    unsigned char head[20];
+    unsigned char head[32];
     if (!recv_exact(head, 4))
       return r.problem = last_error_, r;
-    if (get32(head) == kSimpleReplyMagic && type != CMD_READ && r.chunk_types.empty())
+    if (get32(head) == kSimpleReplyMagic && type != CMD_READ && r.chunk_types.empty() && !extended_)
       return read_simple(cookie, type, length);
-    if (get32(head) != kStructuredReplyMagic)
-      return r.problem = "not a structured reply chunk", r;
-    if (!recv_exact(head + 4, 16))
+    if (get32(head) != (extended_ ? kExtendedReplyMagic : kStructuredReplyMagic))
+      return r.problem = extended_ ? "not an extended reply chunk" : "not a structured reply chunk", r;
+    const size_t size = extended_ ? 32 : 20;
+    if (!recv_exact(head + 4, size - 4))
       return r.problem = last_error_, r;
     const uint16_t flags = get16(head + 4), ctype = get16(head + 6);
-    const uint32_t len = get32(head + 16);
+    const uint64_t len = extended_ ? get64(head + 24) : get32(head + 16);
     if (get64(head + 8) != cookie)
       return r.problem = "the chunk's cookie is not the request's", r;
+    if (extended_ && get64(head + 16) != offset)
+      return r.problem = "the extended chunk's offset is not the request's", r;
     if (len > (64u << 20))
       return r.problem = "a chunk longer than any request", r;
     bytes payload(len);
@@ -499,30 +554,30 @@ reply client::read_structured(uint64_t cookie, uint16_t type, uint64_t offset, u
 
 // Every command but DISC: one request, then its reply. The offset and length
 // tell read_reply what a READ or BLOCK_STATUS answer must cover.
-reply client::request(uint16_t type, uint16_t flags, uint64_t offset, uint32_t length, const bytes& payload) {
+reply client::request(uint16_t type, uint16_t flags, uint64_t offset, uint64_t length, const bytes& payload) {
   const uint64_t cookie = next_cookie_++;
   if (!send_request(type, flags, cookie, offset, length, payload.data(), payload.size()))
     return failed(last_error_);
   return read_reply(cookie, type, offset, length);
 }
 
-reply client::read(uint64_t offset, uint32_t length, uint16_t flags) {
+reply client::read(uint64_t offset, uint64_t length, uint16_t flags) {
   return request(CMD_READ, flags, offset, length);
 }
 reply client::write(uint64_t offset, const bytes& data, uint16_t flags) {
-  return request(CMD_WRITE, flags, offset, static_cast<uint32_t>(data.size()), data);
+  return request(CMD_WRITE, extended_ ? flags | CMD_FLAG_PAYLOAD_LEN : flags, offset, data.size(), data);
 }
 reply client::flush() { return request(CMD_FLUSH, 0, 0, 0); }
-reply client::trim(uint64_t offset, uint32_t length, uint16_t flags) {
+reply client::trim(uint64_t offset, uint64_t length, uint16_t flags) {
   return request(CMD_TRIM, flags, offset, length);
 }
-reply client::write_zeroes(uint64_t offset, uint32_t length, uint16_t flags) {
+reply client::write_zeroes(uint64_t offset, uint64_t length, uint16_t flags) {
   return request(CMD_WRITE_ZEROES, flags, offset, length);
 }
-reply client::block_status(uint64_t offset, uint32_t length, uint16_t flags) {
+reply client::block_status(uint64_t offset, uint64_t length, uint16_t flags) {
   return request(CMD_BLOCK_STATUS, flags, offset, length);
 }
-reply client::cache(uint64_t offset, uint32_t length) { return request(CMD_CACHE, 0, offset, length); }
+reply client::cache(uint64_t offset, uint64_t length) { return request(CMD_CACHE, 0, offset, length); }
 bool client::disc() { return send_request(CMD_DISC, 0, next_cookie_++, 0, 0); }
 
 }  // namespace iov_test::nbd

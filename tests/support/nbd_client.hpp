@@ -2,7 +2,9 @@
 // protocol's specification (NetworkBlockDevice doc/proto.md) and sharing no
 // code with the server, so that the two can disagree. It speaks the fixed
 // newstyle handshake byte by byte, sends any option or request (well formed
-// or not), and checks the shape of every reply it reads. Every wait is
+// or not), and checks the shape of every reply it reads, in the compact
+// headers or the extended ones (NBD_OPT_EXTENDED_HEADERS: 32-byte requests
+// and replies, 64-bit lengths). Every wait is
 // bounded (poll with a deadline), so a server that hangs fails a test
 // instead of stalling it.
 //
@@ -30,18 +32,21 @@ inline constexpr uint64_t kOptReplyMagic = 0x0003e889045565a9ull;
 inline constexpr uint32_t kRequestMagic = 0x25609513;
 inline constexpr uint32_t kSimpleReplyMagic = 0x67446698;
 inline constexpr uint32_t kStructuredReplyMagic = 0x668e33ef;
+inline constexpr uint32_t kExtendedRequestMagic = 0x21e41c71;
+inline constexpr uint32_t kExtendedReplyMagic = 0x6e8a278c;
 
 enum : uint16_t { FLAG_FIXED_NEWSTYLE = 1, FLAG_NO_ZEROES = 2 };          // handshake flags
 enum : uint32_t { FLAG_C_FIXED_NEWSTYLE = 1, FLAG_C_NO_ZEROES = 2 };      // client flags
 enum : uint32_t {
   OPT_EXPORT_NAME = 1, OPT_ABORT = 2, OPT_LIST = 3, OPT_STARTTLS = 5, OPT_INFO = 6, OPT_GO = 7,
-  OPT_STRUCTURED_REPLY = 8, OPT_LIST_META_CONTEXT = 9, OPT_SET_META_CONTEXT = 10,
+  OPT_STRUCTURED_REPLY = 8, OPT_LIST_META_CONTEXT = 9, OPT_SET_META_CONTEXT = 10, OPT_EXTENDED_HEADERS = 11,
 };
 enum : uint32_t { REP_ACK = 1, REP_SERVER = 2, REP_INFO = 3, REP_META_CONTEXT = 4 };
 inline constexpr uint32_t REP_FLAG_ERROR = 1u << 31;
 enum : uint32_t {
   REP_ERR_UNSUP = REP_FLAG_ERROR | 1, REP_ERR_POLICY = REP_FLAG_ERROR | 2, REP_ERR_INVALID = REP_FLAG_ERROR | 3,
-  REP_ERR_UNKNOWN = REP_FLAG_ERROR | 6,
+  REP_ERR_TLS_REQD = REP_FLAG_ERROR | 5, REP_ERR_UNKNOWN = REP_FLAG_ERROR | 6,
+  REP_ERR_EXT_HEADER_REQD = REP_FLAG_ERROR | 10,
 };
 enum : uint16_t { INFO_EXPORT = 0, INFO_NAME = 1, INFO_DESCRIPTION = 2, INFO_BLOCK_SIZE = 3 };
 enum : uint16_t {  // transmission flags
@@ -55,11 +60,12 @@ enum : uint16_t {
 };
 enum : uint16_t {
   CMD_FLAG_FUA = 1 << 0, CMD_FLAG_NO_HOLE = 1 << 1, CMD_FLAG_DF = 1 << 2, CMD_FLAG_REQ_ONE = 1 << 3,
-  CMD_FLAG_FAST_ZERO = 1 << 4,
+  CMD_FLAG_FAST_ZERO = 1 << 4, CMD_FLAG_PAYLOAD_LEN = 1 << 5,
 };
 enum : uint16_t { REPLY_FLAG_DONE = 1 };
 enum : uint16_t {
   REPLY_TYPE_NONE = 0, REPLY_TYPE_OFFSET_DATA = 1, REPLY_TYPE_OFFSET_HOLE = 2, REPLY_TYPE_BLOCK_STATUS = 5,
+  REPLY_TYPE_BLOCK_STATUS_EXT = 6,
   REPLY_TYPE_ERROR = (1 << 15) | 1, REPLY_TYPE_ERROR_OFFSET = (1 << 15) | 2,
 };
 enum : uint32_t { STATE_HOLE = 1, STATE_ZERO = 2 };
@@ -86,7 +92,7 @@ struct export_info {
 };
 
 struct extent {
-  uint32_t length;
+  uint64_t length;  // 32 bits on the wire unless extended headers are in use
   uint32_t flags;
   bool operator==(const extent&) const = default;
 };
@@ -101,6 +107,13 @@ struct reply {
   std::vector<extent> extents;  // a BLOCK_STATUS's descriptors
   uint32_t context_id = 0;
   std::vector<uint16_t> chunk_types;  // structured: each chunk's type, in order
+  // READ: each OFFSET_DATA and OFFSET_HOLE chunk, in order: {offset, length, hole}.
+  struct piece {
+    uint64_t offset, length;
+    bool hole;
+    bool operator==(const piece&) const = default;
+  };
+  std::vector<piece> pieces;
 };
 
 class client {
@@ -138,6 +151,9 @@ class client {
   export_info opt_go(const std::string& name, const std::vector<uint16_t>& info = {});
   export_info opt_info(const std::string& name, const std::vector<uint16_t>& info = {});
   bool opt_structured_reply();  // true on ACK
+  // NBD_OPT_EXTENDED_HEADERS: the reply's type; on ACK every request and
+  // reply after GO uses the extended headers.
+  uint32_t opt_extended_headers();
   // LIST and SET_META_CONTEXT: the contexts named (id, name), and the final reply's type.
   struct meta_result {
     uint32_t final_type = 0;
@@ -151,32 +167,37 @@ class client {
   // Transmission. The reply format follows opt_structured_reply()'s result.
   bool structured() const { return structured_; }
   void set_structured(bool s) { structured_ = s; }
-  bool send_request(uint16_t type, uint16_t flags, uint64_t cookie, uint64_t offset, uint32_t length,
-                    const void* payload = nullptr, size_t payload_len = 0, uint32_t magic = kRequestMagic);
-  // Reads the reply to `cookie`; a READ's or BLOCK_STATUS's offset and length
-  // say how to read a simple reply's data and check structured chunks.
-  reply read_reply(uint64_t cookie, uint16_t type, uint64_t offset = 0, uint32_t length = 0);
+  bool extended() const { return extended_; }
+  // Sends a request in the negotiated form (magic 0: the form's own; a compact
+  // header carries the low 32 bits of length). With extended headers a WRITE
+  // gets NBD_CMD_FLAG_PAYLOAD_LEN from write(), not from send_request().
+  bool send_request(uint16_t type, uint16_t flags, uint64_t cookie, uint64_t offset, uint64_t length,
+                    const void* payload = nullptr, size_t payload_len = 0, uint32_t magic = 0);
+  // Reads the reply to `cookie`; the request's offset and length say how to
+  // read a simple reply's data and check structured or extended chunks.
+  reply read_reply(uint64_t cookie, uint16_t type, uint64_t offset = 0, uint64_t length = 0);
 
-  reply read(uint64_t offset, uint32_t length, uint16_t flags = 0);
+  reply read(uint64_t offset, uint64_t length, uint16_t flags = 0);
   reply write(uint64_t offset, const bytes& data, uint16_t flags = 0);
   reply flush();
-  reply trim(uint64_t offset, uint32_t length, uint16_t flags = 0);
-  reply write_zeroes(uint64_t offset, uint32_t length, uint16_t flags = 0);
-  reply block_status(uint64_t offset, uint32_t length, uint16_t flags = 0);
-  reply cache(uint64_t offset, uint32_t length);
+  reply trim(uint64_t offset, uint64_t length, uint16_t flags = 0);
+  reply write_zeroes(uint64_t offset, uint64_t length, uint16_t flags = 0);
+  reply block_status(uint64_t offset, uint64_t length, uint16_t flags = 0);
+  reply cache(uint64_t offset, uint64_t length);
   bool disc();  // sends NBD_CMD_DISC; there is no reply
 
  private:
   export_info info_option(uint32_t option, const std::string& name, const std::vector<uint16_t>& requests);
-  reply request(uint16_t type, uint16_t flags, uint64_t offset, uint32_t length, const bytes& payload = {});
-  reply read_simple(uint64_t cookie, uint16_t type, uint32_t length);
-  reply read_structured(uint64_t cookie, uint16_t type, uint64_t offset, uint32_t length);
+  reply request(uint16_t type, uint16_t flags, uint64_t offset, uint64_t length, const bytes& payload = {});
+  reply read_simple(uint64_t cookie, uint16_t type, uint64_t length);
+  reply read_structured(uint64_t cookie, uint16_t type, uint64_t offset, uint64_t length);
 
   int fd_;
   int timeout_ms_ = kDefaultTimeoutMs;
   uint16_t handshake_flags_ = 0;
   bool no_zeroes_ = false;
   bool structured_ = false;
+  bool extended_ = false;
   uint64_t next_cookie_ = 1;
   std::string last_error_;
 };

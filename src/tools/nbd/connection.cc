@@ -61,6 +61,12 @@ connection::next connection::run(clock_type::time_point now) {
 
 connection::next connection::drive() {
   for (unsigned handled = 0;;) {
+    if (phase_ == phase::tls_handshake) {
+      next n = drive_tls_handshake();
+      if (phase_ == phase::tls_handshake || n == next::close)
+        return n;
+      continue;
+    }
     if (phase_ == phase::closing) {
       io r = flush();
       return r == io::again ? next::wait : next::close;
@@ -122,19 +128,70 @@ connection::step connection::take_message() {
       return on_option(h.option, data, h.length);
     }
     case phase::requests: {
-      if (available() < kRequestSize)
-        return need(kRequestSize);
+      if (available() < request_size())
+        return need(request_size());
       request rq;
-      if (!decode_request(input(), &rq))
+      if (!(extended_ ? decode_extended_request(input(), &rq) : decode_request(input(), &rq)))
         return step::fail;
       return on_request(rq);
     }
     case phase::payload:
       return continue_payload();
+    case phase::tls_handshake:
     case phase::closing:
       break;
   }
   return step::fail;
+}
+
+// After STARTTLS's ACK has gone out in plain text: the TLS handshake, as far
+// as the socket lets it go; back to the options once it is complete.
+connection::next connection::drive_tls_handshake() {
+  if (!tls_) {
+    io r = flush();
+    if (r != io::done)
+      return r == io::again ? next::wait : next::close;
+    tls_ = ctx_.credentials->start(fd_);
+    if (!tls_) {
+      log_event(event::no_memory, "out of memory for a TLS session: connection closed");
+      return next::close;
+    }
+  }
+  switch (tls_->handshake()) {
+    case tls_io::done:
+      phase_ = phase::options;
+      return next::yield;
+    case tls_io::again: {
+      // GnuTLS holding part of a record reports an end of stream as
+      // `again`, and the edge-triggered loop would not wake for it again.
+      char c;
+      if (!tls_->wants_write() && ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
+        return next::close;
+      return next::wait;
+    }
+    case tls_io::eof:
+      return next::close;
+    case tls_io::error:
+      log_event(event::io_error, "a TLS handshake failed (%s): connection closed", tls_->why());
+      return next::close;
+  }
+  return next::close;
+}
+
+connection::io connection::tls_fill(void* p, size_t n, size_t* got) {
+  switch (tls_->recv(p, n, got)) {
+    case tls_io::done:
+      return io::done;
+    case tls_io::again: {
+      char c;  // an end of stream in the middle of a record: see drive_tls_handshake
+      return ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0 ? io::eof : io::again;
+    }
+    case tls_io::eof:
+      return io::eof;
+    case tls_io::error:
+      break;
+  }
+  return io::error;
 }
 
 // More input is needed for a message of n bytes: make room for it.
@@ -161,19 +218,25 @@ connection::io connection::fill() {
   if (empty)
     in_head_ = in_tail_ = 0;
   const bool direct = phase_ == phase::payload && payload_ && empty;
+  void* dst = direct ? static_cast<void*>(static_cast<char*>(payload_) + payload_received_) : in_.get() + in_tail_;
+  const size_t room = direct ? pending_.length - payload_received_ : kInputBuffer - in_tail_;
   iov_iter it;
-  if (direct)
-    iov_iter_ubuf(&it, ITER_DEST, static_cast<char*>(payload_) + payload_received_,
-                  pending_.length - payload_received_);
-  else
-    iov_iter_ubuf(&it, ITER_DEST, in_.get() + in_tail_, kInputBuffer - in_tail_);
-  ssize_t n = recv_iter(fd_, &it);
-  if (n == -EAGAIN)
-    return io::again;
-  if (n == 0)
-    return io::eof;
-  if (n < 0)
-    return io::error;
+  iov_iter_ubuf(&it, ITER_DEST, dst, room);
+  ssize_t n;
+  if (tls_) {
+    size_t got = 0;
+    if (io r = tls_fill(dst, room, &got); r != io::done)
+      return r;
+    n = static_cast<ssize_t>(got);
+  } else {
+    n = recv_iter(fd_, &it);
+    if (n == -EAGAIN)
+      return io::again;
+    if (n == 0)
+      return io::eof;
+    if (n < 0)
+      return io::error;
+  }
   if (empty && phase_ == phase::requests && seg_count_ == 0)
     progress();  // the first bytes of a request after a pause: its timeout counts from here
   if (direct)
@@ -207,9 +270,9 @@ void connection::queue_device(uint64_t offset, uint64_t length) {
 }
 
 // Time to send before taking another request: room for one more reply's
-// segments (a READ takes two), and not too much waiting.
+// segments, and not too much waiting.
 bool connection::output_full() const {
-  return seg_count_ + 3 > kMaxSegments || out_.size() - out_head_ >= kOutputBytesHigh ||
+  return seg_count_ + kReplySegments > kMaxSegments || out_.size() - out_head_ >= kOutputBytesHigh ||
          queued_device_bytes_ >= kDeviceBytesHigh;
 }
 
@@ -287,37 +350,50 @@ bool connection::gather_device(uint64_t pos, uint64_t len, ::iovec* vec, unsigne
   return true;
 }
 
+// The iovecs of the queue's first bytes, at most `limit` of them: the
+// bytes segments, and device data lent or read into the window (one
+// window's worth at most). False on a device error (logged; nothing held).
+bool connection::gather_output(::iovec* vec, unsigned* n, size_t* bytes, uint64_t limit) {
+  *n = 0;
+  *bytes = 0;
+  size_t at = out_head_;
+  bool window_used = false;
+  for (unsigned k = 0; k < seg_count_ && *n < kMaxIovecs && *bytes < limit; k++) {
+    const segment& s = segs_[(seg_first_ + k) % kMaxSegments];
+    const uint64_t skip = k == 0 ? seg_sent_ : 0, len = std::min<uint64_t>(s.length - skip, limit - *bytes);
+    if (!s.device) {
+      vec[(*n)++] = {out_.data() + at, len};
+      *bytes += len;
+      at += len;
+      continue;
+    }
+    if (!ctx_.lends && window_used)
+      break;  // one window per sendmsg
+    window_used = true;
+    const size_t before = *bytes;
+    if (!gather_device(s.offset + skip, len, vec, kMaxIovecs, n, bytes)) {
+      lease_.release();
+      log_event(event::io_error, "a device error while sending READ data: connection closed");
+      return false;
+    }
+    if (*bytes - before < len)
+      break;  // the rest of this segment goes in the next sendmsg
+  }
+  return true;
+}
+
 // Sends the queue, one sendmsg() at a time, until it is empty (done) or the
 // socket is full (again). Lent pages are held for one sendmsg only: what the
 // socket does not take is lent again for the next.
 connection::io connection::flush() {
+  if (tls_)
+    return tls_flush();
   while (seg_count_) {
     ::iovec vec[kMaxIovecs];
-    unsigned n = 0;
-    size_t bytes = 0;
-    size_t at = out_head_;
-    bool window_used = false;
-    for (unsigned k = 0; k < seg_count_ && n < kMaxIovecs; k++) {
-      const segment& s = segs_[(seg_first_ + k) % kMaxSegments];
-      const uint64_t skip = k == 0 ? seg_sent_ : 0, len = s.length - skip;
-      if (!s.device) {
-        vec[n++] = {out_.data() + at, len};
-        bytes += len;
-        at += len;
-        continue;
-      }
-      if (!ctx_.lends && window_used)
-        break;  // one window per sendmsg
-      window_used = true;
-      const size_t before = bytes;
-      if (!gather_device(s.offset + skip, len, vec, kMaxIovecs, &n, &bytes)) {
-        lease_.release();
-        log_event(event::io_error, "a device error while sending READ data: connection closed");
-        return io::error;
-      }
-      if (bytes - before < len)
-        break;  // the rest of this segment goes in the next sendmsg
-    }
+    unsigned n;
+    size_t bytes;
+    if (!gather_output(vec, &n, &bytes, UINT64_MAX))
+      return io::error;
     iov_iter it;
     iov_iter_init(&it, ITER_SOURCE, vec, n, bytes);
     const ssize_t sent = send_iter(fd_, &it);
@@ -330,6 +406,52 @@ connection::io connection::flush() {
     moved(static_cast<size_t>(sent));
   }
   return io::done;
+}
+
+// Under TLS: a record's worth of the queue at a time is copied into tls_out_
+// (so that no lent page is held while the client makes us wait) and given
+// to the session; after `again` the same bytes are given again.
+connection::io connection::tls_flush() {
+  for (;;) {
+    if (tls_out_len_ == 0) {
+      if (!seg_count_)
+        return io::done;
+      if (!tls_out_) {
+        tls_out_.reset(new (std::nothrow) unsigned char[tls_session::kMaxRecord]);
+        if (!tls_out_) {
+          log_event(event::no_memory, "out of memory for a TLS record: connection closed");
+          return io::error;
+        }
+      }
+      ::iovec vec[kMaxIovecs];
+      unsigned n;
+      size_t bytes;
+      if (!gather_output(vec, &n, &bytes, tls_session::kMaxRecord))
+        return io::error;
+      size_t at = 0;
+      for (unsigned k = 0; k < n; k++) {
+        std::memcpy(tls_out_.get() + at, vec[k].iov_base, vec[k].iov_len);
+        at += vec[k].iov_len;
+      }
+      lease_.release();
+      consume_output(bytes);
+      tls_out_head_ = 0;
+      tls_out_len_ = bytes;
+    }
+    size_t sent = 0;
+    switch (tls_->send(tls_out_.get() + tls_out_head_, tls_out_len_, &sent)) {
+      case tls_io::done:
+        break;
+      case tls_io::again:
+        return io::again;
+      case tls_io::eof:
+      case tls_io::error:
+        return io::error;
+    }
+    tls_out_head_ += sent;
+    tls_out_len_ -= sent;
+    moved(sent);
+  }
 }
 
 // --- Limits -------------------------------------------------------------------
@@ -350,7 +472,7 @@ bool connection::expired(clock_type::time_point now, const char** why) const {
   auto past = [now](clock_type::time_point since, unsigned seconds) {
     return seconds && now - since >= std::chrono::seconds(seconds);
   };
-  if (phase_ == phase::client_flags || phase_ == phase::options) {
+  if (phase_ == phase::client_flags || phase_ == phase::options || phase_ == phase::tls_handshake) {
     *why = "the handshake took longer than --handshake-timeout";
     return past(accepted_, l.handshake_timeout);
   }

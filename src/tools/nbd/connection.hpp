@@ -31,6 +31,7 @@
 #include "nbd/budget.hpp"
 #include "nbd/config.hpp"
 #include "nbd/protocol.hpp"
+#include "nbd/tls.hpp"
 
 namespace iov::nbd {
 
@@ -44,12 +45,15 @@ struct context {
   payload_budget& budget;
   uint32_t max_payload;  // max_payload(limits)
   bool lends;            // the device lends its pages (blkdev::lend_pages)
+  tls_mode tls;          // off unless credentials are loaded
+  const tls_credentials* credentials;
 };
 
 class connection {
  public:
   static constexpr size_t kInputBuffer = 128 * 1024;  // > an option's header and data, or an inline WRITE
   static constexpr size_t kReadWindow = 128 * 1024;   // a non-lending device's READ data at a time
+  static constexpr size_t kMaxReadRuns = 16;          // chunks of one structured READ reply (data or hole)
 
   // What the event loop does next with the connection.
   enum class next : uint8_t {
@@ -72,12 +76,15 @@ class connection {
   bool expired(clock_type::time_point now, const char** why) const;
   // Replies are queued that the socket did not take: the loop then also
   // waits for it to be writable.
-  bool output_pending() const { return seg_count_ != 0; }
+  bool output_pending() const {
+    return seg_count_ != 0 || tls_out_len_ != 0 || (phase_ == phase::tls_handshake && tls_ && tls_->wants_write());
+  }
   // Parked waiting for payload memory, which has now been granted.
   bool ready_after_park() const { return parked_ && waiter_.granted(); }
 
   int fd() const { return fd_; }
   bool structured_replies() const { return structured_; }
+  bool extended_headers() const { return extended_; }
 
   // The event loop's bookkeeping: its index in the loop's table, whether it
   // is queued to run again after a yield, and whether it waits to write.
@@ -86,11 +93,14 @@ class connection {
   bool polls_out = false;  // registered for EPOLLOUT
 
  private:
-  enum class phase : uint8_t { client_flags, options, requests, payload, closing };
+  enum class phase : uint8_t { client_flags, options, tls_handshake, requests, payload, closing };
   enum class step : uint8_t { done, need_input, park, fail };
   enum class io : uint8_t { done, again, eof, error };
 
   next drive();
+  next drive_tls_handshake();
+  io tls_fill(void* p, size_t n, size_t* got);
+  io tls_flush();
   step take_message();
   io fill();
   io flush();
@@ -107,6 +117,7 @@ class connection {
   void queue_bytes(const void* p, size_t n);
   void queue_device(uint64_t offset, uint64_t length);
   void consume_output(size_t n);
+  bool gather_output(::iovec* vec, unsigned* n, size_t* bytes, uint64_t limit);
   bool gather_device(uint64_t pos, uint64_t len, ::iovec* vec, unsigned max, unsigned* n, size_t* bytes);
 
   // Handshake (handshake.cc).
@@ -114,12 +125,15 @@ class connection {
   step on_option(uint32_t option, const unsigned char* data, uint32_t len);
   phase handle_option(uint32_t option, const unsigned char* data, uint32_t len);
   phase handle_info_or_go(uint32_t option, const unsigned char* data, uint32_t len);
+  phase handle_starttls(uint32_t option, uint32_t len);
   phase handle_meta_context(uint32_t option, const unsigned char* data, uint32_t len);
   void reply_option(uint32_t option, uint32_t type, const void* data = nullptr, uint32_t len = 0);
   void reply_export_info(uint32_t option);
   uint16_t transmission_flags() const;
 
   // Transmission (transmission.cc).
+  size_t request_size() const { return extended_ ? kExtendedRequestSize : kRequestSize; }
+  bool carries_payload(const request& rq) const;
   step on_request(const request& rq);
   step start_payload(const request& rq);
   step continue_payload();
@@ -129,6 +143,8 @@ class connection {
   void handle_write(const request& rq, const void* payload);
   void handle_write_zeroes(const request& rq);
   void queue_read(const request& rq);
+  size_t read_runs(const request& rq);
+  void queue_chunk_header(const request& rq, uint16_t flags, uint16_t type, uint32_t length);
   void reply_block_status(const request& rq);
   bool submit_or_reply(const request& rq, blk_request& br, const char* what, bool optional = false);
   void reply_ok(const request& rq);
@@ -140,9 +156,16 @@ class connection {
   clock_type::time_point now_, accepted_, progress_;
   uint64_t moved_ = 0;  // bytes received or sent since progress_
 
+  // TLS, once STARTTLS is acknowledged; the plaintext of the replies taken
+  // from the output queue and not yet taken by the session.
+  std::unique_ptr<tls_session> tls_;
+  std::unique_ptr<unsigned char[]> tls_out_;
+  size_t tls_out_head_ = 0, tls_out_len_ = 0;
+
   // Negotiated.
   bool no_zeroes_ = false;
-  bool structured_ = false;
+  bool structured_ = false;  // structured replies, or extended (which are structured too)
+  bool extended_ = false;    // extended headers
   bool meta_allocation_ = false;
 
   // Input: bytes [in_head_, in_tail_) of in_ are received, not yet taken.
@@ -155,7 +178,9 @@ class connection {
     uint64_t offset;  // device segments: where on the device
     bool device;
   };
-  static constexpr unsigned kMaxSegments = 64;
+  static constexpr unsigned kMaxSegments = 128;
+  // Room kept for one more reply: a READ of kMaxReadRuns chunks.
+  static constexpr unsigned kReplySegments = 2 * kMaxReadRuns + 1;
   segment segs_[kMaxSegments];
   unsigned seg_first_ = 0, seg_count_ = 0;
   uint64_t seg_sent_ = 0;           // bytes of the first segment already sent
@@ -166,6 +191,14 @@ class connection {
   std::unique_ptr<unsigned char[]> window_;  // a non-lending device's READ data
   uint64_t window_offset_ = 0;
   size_t window_length_ = 0;
+  // A READ's runs of data and zeros, and the extents they come from (kept
+  // for their capacity).
+  struct read_run {
+    uint64_t offset, length;
+    bool zero;
+  };
+  std::vector<read_run> runs_;
+  std::vector<blk_extent> extents_;
 
   // A WRITE whose payload is above kInlinePayload, being received.
   request pending_{};

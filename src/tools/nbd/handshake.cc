@@ -48,8 +48,16 @@ void connection::reply_option(uint32_t option, uint32_t type, const void* data, 
 }
 
 connection::phase connection::handle_option(uint32_t option, const unsigned char* data, uint32_t len) {
+  if (ctx_.tls == tls_mode::require && !tls_ && option != NBD_OPT_STARTTLS && option != NBD_OPT_ABORT) {
+    if (option == NBD_OPT_EXPORT_NAME)
+      return phase::closing;  // it has no error reply
+    reply_option(option, NBD_REP_ERR_TLS_REQD);
+    return phase::options;
+  }
   switch (option) {
     case NBD_OPT_EXPORT_NAME: {  // any name: the one export
+      if (extended_)
+        return phase::closing;  // forbidden after extended headers, and it has no error reply
       unsigned char reply[kExportNameReplySize];
       encode_export_name_reply(reply, ctx_.dev.get_capacity() << SECTOR_SHIFT, transmission_flags());
       queue_bytes(reply, sizeof reply);
@@ -65,10 +73,11 @@ connection::phase connection::handle_option(uint32_t option, const unsigned char
     case NBD_OPT_LIST: {
       if (len)
         return reply_option(option, NBD_REP_ERR_INVALID), phase::options;
-      const std::string& name = ctx_.exp.name;
+      const std::string& name = ctx_.exp.name;  // then its description, as the reply's details
       std::string entry(4 + name.size(), '\0');
       put32(reinterpret_cast<unsigned char*>(entry.data()), static_cast<uint32_t>(name.size()));
       entry.replace(4, name.size(), name);
+      entry += ctx_.exp.description;
       reply_option(option, NBD_REP_SERVER, entry.data(), static_cast<uint32_t>(entry.size()));
       reply_option(option, NBD_REP_ACK);
       return phase::options;
@@ -79,19 +88,43 @@ connection::phase connection::handle_option(uint32_t option, const unsigned char
     case NBD_OPT_STRUCTURED_REPLY:
       if (len)
         return reply_option(option, NBD_REP_ERR_INVALID), phase::options;
+      if (extended_)  // extended headers take precedence
+        return reply_option(option, NBD_REP_ERR_EXT_HEADER_REQD), phase::options;
       structured_ = true;
+      reply_option(option, NBD_REP_ACK);
+      return phase::options;
+    case NBD_OPT_EXTENDED_HEADERS:
+      if (len)
+        return reply_option(option, NBD_REP_ERR_INVALID), phase::options;
+      structured_ = extended_ = true;  // every reply a chunk, with the 32-byte header
       reply_option(option, NBD_REP_ACK);
       return phase::options;
     case NBD_OPT_LIST_META_CONTEXT:
     case NBD_OPT_SET_META_CONTEXT:
       return handle_meta_context(option, data, len);
     case NBD_OPT_STARTTLS:
-      reply_option(option, NBD_REP_ERR_POLICY);
-      return phase::options;
+      return handle_starttls(option, len);
     default:
       reply_option(option, NBD_REP_ERR_UNSUP);
       return phase::options;
   }
+}
+
+// STARTTLS: the ACK goes out in plain text, then the TLS handshake
+// (connection.cc, drive_tls_handshake). What was negotiated before is
+// forgotten, as the protocol requires. A client that sent anything after
+// STARTTLS before our ACK is dropped: those bytes would be plaintext
+// injected into the session.
+connection::phase connection::handle_starttls(uint32_t option, uint32_t len) {
+  if (ctx_.tls == tls_mode::off)
+    return reply_option(option, NBD_REP_ERR_POLICY), phase::options;
+  if (len || tls_)
+    return reply_option(option, NBD_REP_ERR_INVALID), phase::options;
+  if (available())
+    return phase::closing;
+  reply_option(option, NBD_REP_ACK);
+  structured_ = extended_ = meta_allocation_ = false;
+  return phase::tls_handshake;
 }
 
 void connection::reply_export_info(uint32_t option) {
@@ -119,10 +152,10 @@ connection::phase connection::handle_info_or_go(uint32_t option, const unsigned 
     want_description |= what == NBD_INFO_DESCRIPTION;
   }
   reply_export_info(option);
-  if (want_name) {
+  if (want_name) {  // the canonical name, whatever name the client used
     std::string name(2, '\0');
     put16(reinterpret_cast<unsigned char*>(name.data()), NBD_INFO_NAME);
-    name.append(reinterpret_cast<const char*>(data + 4), namelen);
+    name += ctx_.exp.name;
     reply_option(option, NBD_REP_INFO, name.data(), static_cast<uint32_t>(name.size()));
   }
   if (want_description) {

@@ -2,6 +2,7 @@
 #include "nbd/listener.hpp"
 
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -68,28 +69,69 @@ absl::Status listener::open_unix(const std::string& path) {
   return absl::OkStatus();
 }
 
-absl::Status listener::open_tcp(uint16_t port) {
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(port);
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+absl::Status listener::open_tcp(const std::string& address, uint16_t port) {
+  const std::string host = address.empty() ? "127.0.0.1" : address;
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE;
+  addrinfo* ai = nullptr;
+  const std::string service = std::to_string(port);
+  if (int err = getaddrinfo(host.c_str(), service.c_str(), &hints, &ai); err != 0 || !ai)
+    return absl::InvalidArgumentError(absl::StrCat("--bind=", host, ": not a numeric IPv4 or IPv6 address (",
+                                                   gai_strerror(err), ")"));
+  sockaddr_storage sa{};
+  socklen_t len = ai->ai_addrlen;
+  std::memcpy(&sa, ai->ai_addr, len);
+  const int family = ai->ai_family;
+  freeaddrinfo(ai);
+  fd_ = socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd_ < 0)
     return absl::UnavailableError(absl::StrCat("socket: ", std::strerror(errno)));
   int one = 1;
   setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0)
-    return absl::UnavailableError(absl::StrCat("bind 127.0.0.1:", port, ": ", std::strerror(errno)));
-  socklen_t len = sizeof sa;
+  if (family == AF_INET6)  // "::" means IPv6 only, as the address says
+    setsockopt(fd_, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+  if (bind(fd_, reinterpret_cast<sockaddr*>(&sa), len) != 0)
+    return absl::UnavailableError(absl::StrCat("bind ", host, " port ", port, ": ", std::strerror(errno)));
   getsockname(fd_, reinterpret_cast<sockaddr*>(&sa), &len);
-  port_ = ntohs(sa.sin_port);
+  char text[INET6_ADDRSTRLEN] = "";
+  if (family == AF_INET6) {
+    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&sa);
+    inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof text);
+    port_ = ntohs(in6->sin6_port);
+  } else {
+    const auto* in = reinterpret_cast<const sockaddr_in*>(&sa);
+    inet_ntop(AF_INET, &in->sin_addr, text, sizeof text);
+    port_ = ntohs(in->sin_port);
+  }
+  host_ = text;
   if (::listen(fd_, SOMAXCONN) != 0)
     return absl::UnavailableError(absl::StrCat("listen: ", std::strerror(errno)));
   return absl::OkStatus();
 }
 
+bool listener::reachable_from_network() const {
+  if (is_unix())
+    return false;
+  in_addr a4;
+  if (inet_pton(AF_INET, host_.c_str(), &a4) == 1)
+    return (ntohl(a4.s_addr) >> 24) != 127;
+  in6_addr a6;
+  if (inet_pton(AF_INET6, host_.c_str(), &a6) == 1) {
+    if (IN6_IS_ADDR_LOOPBACK(&a6))
+      return false;
+    if (IN6_IS_ADDR_V4MAPPED(&a6))
+      return a6.s6_addr[12] != 127;
+  }
+  return true;
+}
+
 std::string listener::address() const {
-  return is_unix() ? absl::StrCat("unix:", path_) : absl::StrCat("127.0.0.1:", port_);
+  if (is_unix())
+    return absl::StrCat("unix:", path_);
+  return host_.find(':') == std::string::npos ? absl::StrCat(host_, ":", port_)
+                                              : absl::StrCat("[", host_, "]:", port_);
 }
 
 int listener::accept_one() {

@@ -3,7 +3,8 @@
 // left over (a crashed server's); a path that is not a socket, or a socket a
 // live server answers on, is refused. At the end the socket file is removed
 // only if it is still the one this listener made (same device and inode).
-// TCP listens on 127.0.0.1. The backlog is the system's largest, so that a
+// TCP listens on 127.0.0.1 unless told another address (IPv4 or IPv6, in
+// numeric form). The backlog is the system's largest, so that a
 // burst of clients waits in the queue instead of being turned away.
 //
 //   listener l;
@@ -28,10 +29,16 @@ class listener {
   listener& operator=(const listener&) = delete;
 
   absl::Status open_unix(const std::string& path);
-  absl::Status open_tcp(uint16_t port);  // 0: any free port
+  // On `address` ("" is 127.0.0.1; "0.0.0.0" or "::" every interface).
+  absl::Status open_tcp(const std::string& address, uint16_t port);  // port 0: any free port
   int fd() const { return fd_; }
   bool is_unix() const { return !path_.empty(); }
-  std::string address() const;  // "unix:PATH" or "127.0.0.1:PORT"
+  std::string address() const;  // "unix:PATH", "HOST:PORT" or "[HOST]:PORT"
+  const std::string& path() const { return path_; }
+  const std::string& host() const { return host_; }  // TCP: the address bound, numeric
+  uint16_t port() const { return port_; }
+  // TCP on an address other hosts may reach: not loopback (127/8, ::1).
+  bool reachable_from_network() const;
   // One accept4(): a non-blocking, close-on-exec socket (TCP_NODELAY for
   // TCP), or -errno (-EAGAIN: nobody is waiting).
   int accept_one();
@@ -41,6 +48,7 @@ class listener {
  private:
   int fd_ = -1;
   std::string path_;
+  std::string host_;
   uint16_t port_ = 0;
   bool owns_file_ = false;  // the socket file made, to remove nothing else
   dev_t dev_ = 0;

@@ -1,7 +1,9 @@
 // protocol.hpp: the Network Block Device protocol's wire constants and
 // messages (NBD's doc/proto.md, names as in its nbd.h): each message the
 // server reads is decoded here and each one it writes encoded here, in
-// big-endian byte order. Only the newstyle fixed handshake is spoken.
+// big-endian byte order. Only the newstyle fixed handshake is spoken; the
+// extended headers (32-byte requests and replies, 64-bit lengths) are those
+// of the protocol's EXTENDED_HEADERS extension.
 //
 //   nbd::request rq;
 //   if (!nbd::decode_request(bytes, &rq)) close();      // bad magic
@@ -28,14 +30,16 @@ inline constexpr uint32_t NBD_FLAG_C_FIXED_NEWSTYLE = 1u << 0, NBD_FLAG_C_NO_ZER
 // Options.
 inline constexpr uint32_t NBD_OPT_EXPORT_NAME = 1, NBD_OPT_ABORT = 2, NBD_OPT_LIST = 3, NBD_OPT_STARTTLS = 5,
                           NBD_OPT_INFO = 6, NBD_OPT_GO = 7, NBD_OPT_STRUCTURED_REPLY = 8,
-                          NBD_OPT_LIST_META_CONTEXT = 9, NBD_OPT_SET_META_CONTEXT = 10;
+                          NBD_OPT_LIST_META_CONTEXT = 9, NBD_OPT_SET_META_CONTEXT = 10,
+                          NBD_OPT_EXTENDED_HEADERS = 11;
 
 // Option replies.
 inline constexpr uint32_t NBD_REP_ACK = 1, NBD_REP_SERVER = 2, NBD_REP_INFO = 3, NBD_REP_META_CONTEXT = 4;
 inline constexpr uint32_t NBD_REP_FLAG_ERROR = 1u << 31;
 inline constexpr uint32_t NBD_REP_ERR_UNSUP = NBD_REP_FLAG_ERROR | 1, NBD_REP_ERR_POLICY = NBD_REP_FLAG_ERROR | 2,
-                          NBD_REP_ERR_INVALID = NBD_REP_FLAG_ERROR | 3, NBD_REP_ERR_UNKNOWN = NBD_REP_FLAG_ERROR | 6,
-                          NBD_REP_ERR_TOO_BIG = NBD_REP_FLAG_ERROR | 9;
+                          NBD_REP_ERR_INVALID = NBD_REP_FLAG_ERROR | 3, NBD_REP_ERR_TLS_REQD = NBD_REP_FLAG_ERROR | 5,
+                          NBD_REP_ERR_UNKNOWN = NBD_REP_FLAG_ERROR | 6, NBD_REP_ERR_TOO_BIG = NBD_REP_FLAG_ERROR | 9,
+                          NBD_REP_ERR_EXT_HEADER_REQD = NBD_REP_FLAG_ERROR | 10;
 inline constexpr uint16_t NBD_INFO_EXPORT = 0, NBD_INFO_NAME = 1, NBD_INFO_DESCRIPTION = 2,
                           NBD_INFO_BLOCK_SIZE = 3;
 
@@ -46,17 +50,20 @@ inline constexpr uint16_t NBD_FLAG_HAS_FLAGS = 1u << 0, NBD_FLAG_READ_ONLY = 1u 
                           NBD_FLAG_CAN_MULTI_CONN = 1u << 8, NBD_FLAG_SEND_FAST_ZERO = 1u << 11;
 
 // Requests.
-inline constexpr uint32_t NBD_REQUEST_MAGIC = 0x25609513;
+inline constexpr uint32_t NBD_REQUEST_MAGIC = 0x25609513, NBD_EXTENDED_REQUEST_MAGIC = 0x21e41c71;
 inline constexpr uint16_t NBD_CMD_READ = 0, NBD_CMD_WRITE = 1, NBD_CMD_DISC = 2, NBD_CMD_FLUSH = 3,
                           NBD_CMD_TRIM = 4, NBD_CMD_CACHE = 5, NBD_CMD_WRITE_ZEROES = 6, NBD_CMD_BLOCK_STATUS = 7;
 inline constexpr uint16_t NBD_CMD_FLAG_FUA = 1u << 0, NBD_CMD_FLAG_NO_HOLE = 1u << 1, NBD_CMD_FLAG_DF = 1u << 2,
-                          NBD_CMD_FLAG_REQ_ONE = 1u << 3, NBD_CMD_FLAG_FAST_ZERO = 1u << 4;
+                          NBD_CMD_FLAG_REQ_ONE = 1u << 3, NBD_CMD_FLAG_FAST_ZERO = 1u << 4,
+                          NBD_CMD_FLAG_PAYLOAD_LEN = 1u << 5;  // extended headers: `length` is the payload's
 
 // Replies.
-inline constexpr uint32_t NBD_SIMPLE_REPLY_MAGIC = 0x67446698, NBD_STRUCTURED_REPLY_MAGIC = 0x668e33ef;
+inline constexpr uint32_t NBD_SIMPLE_REPLY_MAGIC = 0x67446698, NBD_STRUCTURED_REPLY_MAGIC = 0x668e33ef,
+                          NBD_EXTENDED_REPLY_MAGIC = 0x6e8a278c;
 inline constexpr uint16_t NBD_REPLY_FLAG_DONE = 1u << 0;
 inline constexpr uint16_t NBD_REPLY_TYPE_NONE = 0, NBD_REPLY_TYPE_OFFSET_DATA = 1, NBD_REPLY_TYPE_OFFSET_HOLE = 2,
-                          NBD_REPLY_TYPE_BLOCK_STATUS = 5, NBD_REPLY_TYPE_ERROR = (1u << 15) | 1;
+                          NBD_REPLY_TYPE_BLOCK_STATUS = 5, NBD_REPLY_TYPE_BLOCK_STATUS_EXT = 6,
+                          NBD_REPLY_TYPE_ERROR = (1u << 15) | 1;
 inline constexpr uint32_t NBD_STATE_HOLE = 1u << 0, NBD_STATE_ZERO = 1u << 1;
 
 // Errors on the wire (the protocol's own numbering, which is Linux's).
@@ -129,9 +136,9 @@ struct request {
   uint16_t type;
   uint64_t cookie;
   uint64_t offset;
-  uint32_t length;
+  uint64_t length;  // 32 bits on the wire unless extended headers were negotiated
 };
-inline constexpr size_t kRequestSize = 28;
+inline constexpr size_t kRequestSize = 28, kExtendedRequestSize = 32;
 
 // Decodes a request header; false on a bad magic (the connection is then lost).
 inline bool decode_request(const unsigned char* b, request* rq) {
@@ -142,6 +149,18 @@ inline bool decode_request(const unsigned char* b, request* rq) {
   rq->cookie = get64(b + 8);
   rq->offset = get64(b + 16);
   rq->length = get32(b + 24);
+  return true;
+}
+
+// The same, in the extended form (64-bit length).
+inline bool decode_extended_request(const unsigned char* b, request* rq) {
+  if (get32(b) != NBD_EXTENDED_REQUEST_MAGIC)
+    return false;
+  rq->flags = get16(b + 4);
+  rq->type = get16(b + 6);
+  rq->cookie = get64(b + 8);
+  rq->offset = get64(b + 16);
+  rq->length = get64(b + 24);
   return true;
 }
 
@@ -170,12 +189,30 @@ inline void encode_structured_reply(unsigned char* b, const structured_reply& r)
   put32(b + 16, r.length);
 }
 
-// The payload's start of an OFFSET_DATA chunk (the data follows) and of an
-// ERROR chunk (the message follows); BLOCK_STATUS's context id and one
-// descriptor.
-inline constexpr size_t kOffsetDataSize = 8, kErrorSize = 6, kBlockStatusSize = 4, kExtentSize = 8;
+// An extended reply chunk's header: the structured one's fields, the
+// request's offset, and a 64-bit length.
+inline constexpr size_t kExtendedReplySize = 32;
+inline void encode_extended_reply(unsigned char* b, const structured_reply& r, uint64_t request_offset) {
+  put32(b, NBD_EXTENDED_REPLY_MAGIC);
+  put16(b + 4, r.flags);
+  put16(b + 6, r.type);
+  put64(b + 8, r.cookie);
+  put64(b + 16, request_offset);
+  put64(b + 24, r.length);
+}
+
+// The payload's start of an OFFSET_DATA chunk (the data follows), an
+// OFFSET_HOLE chunk and an ERROR chunk (the message follows); BLOCK_STATUS's
+// context id and one descriptor, and BLOCK_STATUS_EXT's (context id,
+// descriptor count; 64-bit length and status).
+inline constexpr size_t kOffsetDataSize = 8, kOffsetHoleSize = 12, kErrorSize = 6, kBlockStatusSize = 4,
+                        kExtentSize = 8, kBlockStatusExtSize = 8, kExtentExtSize = 16;
 inline constexpr size_t kMaxErrorMessage = 4096;  // the protocol's limit on a message
 inline void encode_offset_data(unsigned char* b, uint64_t offset) { put64(b, offset); }
+inline void encode_offset_hole(unsigned char* b, uint64_t offset, uint32_t size) {
+  put64(b, offset);
+  put32(b + 8, size);
+}
 inline void encode_error(unsigned char* b, uint32_t error, uint16_t message_length) {
   put32(b, error);
   put16(b + 4, message_length);
@@ -183,6 +220,10 @@ inline void encode_error(unsigned char* b, uint32_t error, uint16_t message_leng
 inline void encode_extent(unsigned char* b, uint32_t length, uint32_t flags) {
   put32(b, length);
   put32(b + 4, flags);
+}
+inline void encode_extent_ext(unsigned char* b, uint64_t length, uint64_t flags) {
+  put64(b, length);
+  put64(b + 8, flags);
 }
 
 }  // namespace iov::nbd

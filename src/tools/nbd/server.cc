@@ -39,7 +39,14 @@ server::server(blkdev& dev, const server_options& opts)
     : dev_(dev),
       opts_(opts),
       budget_(opts.limits.payload_memory),
-      ctx_{dev, opts_.exp, opts_.limits, budget_, max_payload(opts_.limits), lends(dev)} {}
+      ctx_{dev,
+           opts_.exp,
+           opts_.limits,
+           budget_,
+           max_payload(opts_.limits),
+           lends(dev),
+           opts_.credentials ? opts_.tls : tls_mode::off,
+           opts_.credentials.get()} {}
 
 server::~server() {
   shut_down();
@@ -52,7 +59,7 @@ server::~server() {
 absl::Status server::listen() {
   if (dev_.get_capacity() >> (63 - SECTOR_SHIFT))
     return absl::InvalidArgumentError("the device is 2^63 bytes or larger: NBD cannot describe its size");
-  absl::Status st = opts_.socket_path.empty() ? listener_.open_tcp(opts_.port)
+  absl::Status st = opts_.socket_path.empty() ? listener_.open_tcp(opts_.bind_address, opts_.port)
                                               : listener_.open_unix(opts_.socket_path);
   if (!st.ok())
     return st;

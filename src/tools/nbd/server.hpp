@@ -23,6 +23,7 @@
 #include "nbd/config.hpp"
 #include "nbd/connection.hpp"
 #include "nbd/listener.hpp"
+#include "nbd/tls.hpp"
 
 namespace iov::nbd {
 
@@ -30,9 +31,12 @@ class event_loop;
 
 struct server_options {
   std::string socket_path;  // a Unix socket; else TCP
-  uint16_t port = 10809;    // on 127.0.0.1; 0: any free port
+  std::string bind_address = "";  // TCP: numeric IPv4 or IPv6; "" is 127.0.0.1
+  uint16_t port = 10809;    // 0: any free port
   export_options exp;
   server_limits limits;
+  tls_mode tls = tls_mode::off;                     // on or require: tls_credentials set
+  std::shared_ptr<const tls_credentials> credentials = nullptr;
 };
 
 // What a server has done, for tests and logs.
@@ -59,6 +63,7 @@ class server {
   // The event loops alone, to serve sockets given to adopt() (fuzzing).
   absl::Status start();
   std::string address() const { return listener_.address(); }
+  const listener& where() const { return listener_; }
   // Accepts until stop(), then closes every connection and the listener.
   void run();
   // Async-signal-safe: wakes run(), which ends.

@@ -33,27 +33,36 @@ uint32_t nbd_errno(int err) {
 
 constexpr size_t kMaxDescriptors = 2048;     // per BLOCK_STATUS reply (the client asks again for the rest)
 constexpr uint64_t kMapSlice = 1 << 20;      // bytes of the map asked of the device at a time
+constexpr uint64_t kMaxMapBytes = uint64_t{1} << 32;  // of the device mapped per BLOCK_STATUS reply
 
 }  // namespace
 
+// Does a payload follow the header? A WRITE's always; with extended headers,
+// whatever request says so (a WRITE that does not is refused, and sends none).
+bool connection::carries_payload(const request& rq) const {
+  return extended_ ? (rq.flags & NBD_CMD_FLAG_PAYLOAD_LEN) != 0 : rq.type == NBD_CMD_WRITE;
+}
+
 connection::step connection::on_request(const request& rq) {
-  if (rq.type == NBD_CMD_WRITE) {
+  const size_t header = request_size();
+  const bool payload_follows = carries_payload(rq);
+  if (payload_follows) {
     if (rq.length > ctx_.max_payload)
       return step::fail;  // not a client that read our block sizes; and the payload may never come
     if (rq.length > kInlinePayload) {
-      consume(kRequestSize);
+      consume(header);
       return start_payload(rq);
     }
-    if (available() < kRequestSize + rq.length)
-      return need(kRequestSize + rq.length);
+    if (available() < header + rq.length)
+      return need(header + rq.length);
   }
-  consume(kRequestSize);
+  consume(header);
   if (rq.type == NBD_CMD_DISC) {
     phase_ = phase::closing;  // after the replies already queued
     return step::done;
   }
   const void* payload = input();
-  if (rq.type == NBD_CMD_WRITE)
+  if (payload_follows)
     consume(rq.length);
   handle_request(rq, payload);
   progress();
@@ -95,8 +104,8 @@ connection::step connection::continue_payload() {
     void* p = mmap(nullptr, pending_.length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                    -1, 0);
     if (p == MAP_FAILED) {
-      log_event(event::no_memory, "out of memory for a %u-byte WRITE payload: refused with ENOMEM",
-                pending_.length);
+      log_event(event::no_memory, "out of memory for a %llu-byte WRITE payload: refused with ENOMEM",
+                static_cast<unsigned long long>(pending_.length));
       ctx_.budget.release(&waiter_);
       payload_error_ = NBD_ENOMEM;
       payload_message_ = "out of memory for the payload";
@@ -141,9 +150,12 @@ uint32_t connection::refusal(const request& rq, const char** message) const {
     return error;
   };
   const uint16_t known = NBD_CMD_FLAG_FUA | NBD_CMD_FLAG_NO_HOLE | NBD_CMD_FLAG_DF | NBD_CMD_FLAG_REQ_ONE |
-                         NBD_CMD_FLAG_FAST_ZERO;
+                         NBD_CMD_FLAG_FAST_ZERO | (extended_ ? NBD_CMD_FLAG_PAYLOAD_LEN : 0);
   if (rq.flags & ~known)
     return refuse(NBD_EINVAL, "unknown command flags");
+  if (extended_ && carries_payload(rq) != (rq.type == NBD_CMD_WRITE))
+    return refuse(NBD_EINVAL, rq.type == NBD_CMD_WRITE ? "a WRITE without NBD_CMD_FLAG_PAYLOAD_LEN"
+                                                       : "a payload this command does not take");
   const bool writes = rq.type == NBD_CMD_WRITE || rq.type == NBD_CMD_TRIM || rq.type == NBD_CMD_WRITE_ZEROES;
   if (writes && ctx_.exp.read_only)
     return refuse(NBD_EPERM, "the export is read-only");
@@ -255,33 +267,46 @@ void connection::handle_write_zeroes(const request& rq) {
     reply_ok(rq);
 }
 
-void connection::reply_ok(const request& rq) {
-  unsigned char head[kStructuredReplySize];
-  if (!structured_) {
-    encode_simple_reply(head, 0, rq.cookie);
-    return queue_bytes(head, kSimpleReplySize);
+// A chunk's header in the negotiated form: structured, or extended (which
+// also carries the request's offset).
+void connection::queue_chunk_header(const request& rq, uint16_t flags, uint16_t type, uint32_t length) {
+  unsigned char head[kExtendedReplySize];
+  const structured_reply r{.flags = flags, .type = type, .cookie = rq.cookie, .length = length};
+  if (extended_) {
+    encode_extended_reply(head, r, rq.offset);
+    return queue_bytes(head, kExtendedReplySize);
   }
-  encode_structured_reply(head, {.flags = NBD_REPLY_FLAG_DONE, .type = NBD_REPLY_TYPE_NONE, .cookie = rq.cookie,
-                                 .length = 0});
+  encode_structured_reply(head, r);
   queue_bytes(head, kStructuredReplySize);
 }
 
-void connection::reply_error(const request& rq, uint32_t error, const char* message) {
-  unsigned char head[kStructuredReplySize + kErrorSize];
+void connection::reply_ok(const request& rq) {
   if (!structured_) {
+    unsigned char head[kSimpleReplySize];
+    encode_simple_reply(head, 0, rq.cookie);
+    return queue_bytes(head, kSimpleReplySize);
+  }
+  queue_chunk_header(rq, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_NONE, 0);
+}
+
+void connection::reply_error(const request& rq, uint32_t error, const char* message) {
+  if (!structured_) {
+    unsigned char head[kSimpleReplySize];
     encode_simple_reply(head, error, rq.cookie);
     return queue_bytes(head, kSimpleReplySize);
   }
   const auto length = static_cast<uint16_t>(std::min(std::strlen(message), kMaxErrorMessage));
-  encode_structured_reply(head, {.flags = NBD_REPLY_FLAG_DONE, .type = NBD_REPLY_TYPE_ERROR, .cookie = rq.cookie,
-                                 .length = static_cast<uint32_t>(kErrorSize + length)});
-  encode_error(head + kStructuredReplySize, error, length);
-  queue_bytes(head, sizeof head);
+  queue_chunk_header(rq, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_ERROR, static_cast<uint32_t>(kErrorSize + length));
+  unsigned char body[kErrorSize];
+  encode_error(body, error, length);
+  queue_bytes(body, sizeof body);
   queue_bytes(message, length);
 }
 
-// The header now; the data when it is sent (connection::flush), so a READ
-// holds nothing while it waits: one OFFSET_DATA chunk, or a simple reply.
+// The headers now; the data when it is sent (connection::flush), so a READ
+// holds nothing while it waits: a simple reply; one OFFSET_DATA chunk when
+// the client asked not to fragment (DF); else the range in runs of data and
+// of zeros, the zeros as OFFSET_HOLE chunks (read_runs).
 void connection::queue_read(const request& rq) {
   if (rq.length == 0)
     return reply_ok(rq);  // no data chunk: an empty OFFSET_DATA is not allowed
@@ -292,17 +317,67 @@ void connection::queue_read(const request& rq) {
       return reply_error(rq, NBD_ENOMEM, "out of memory for the read window");
     }
   }
-  unsigned char head[kStructuredReplySize + kOffsetDataSize];
-  if (structured_) {
-    encode_structured_reply(head, {.flags = NBD_REPLY_FLAG_DONE, .type = NBD_REPLY_TYPE_OFFSET_DATA,
-                                   .cookie = rq.cookie, .length = static_cast<uint32_t>(kOffsetDataSize + rq.length)});
-    encode_offset_data(head + kStructuredReplySize, rq.offset);
-    queue_bytes(head, sizeof head);
-  } else {
+  if (!structured_) {
+    unsigned char head[kSimpleReplySize];
     encode_simple_reply(head, 0, rq.cookie);
     queue_bytes(head, kSimpleReplySize);
+    return queue_device(rq.offset, rq.length);
   }
-  queue_device(rq.offset, rq.length);
+  const size_t runs = rq.flags & NBD_CMD_FLAG_DF ? 0 : read_runs(rq);
+  if (runs == 0)
+    runs_.assign(1, {rq.offset, rq.length, false});
+  for (size_t k = 0; k < runs_.size(); k++) {
+    const read_run& r = runs_[k];
+    const uint16_t done = k + 1 == runs_.size() ? NBD_REPLY_FLAG_DONE : 0;
+    if (r.zero) {
+      unsigned char body[kOffsetHoleSize];
+      encode_offset_hole(body, r.offset, static_cast<uint32_t>(r.length));
+      queue_chunk_header(rq, done, NBD_REPLY_TYPE_OFFSET_HOLE, kOffsetHoleSize);
+      queue_bytes(body, sizeof body);
+      continue;
+    }
+    unsigned char body[kOffsetDataSize];
+    encode_offset_data(body, r.offset);
+    queue_chunk_header(rq, done, NBD_REPLY_TYPE_OFFSET_DATA, static_cast<uint32_t>(kOffsetDataSize + r.length));
+    queue_bytes(body, sizeof body);
+    queue_device(r.offset, r.length);
+  }
+}
+
+// The READ's range as runs of data and of zeros (extents that read as zeros:
+// brd's absent pages, null_blk's unstored blocks), into runs_: how many, or
+// 0 to send it as one data chunk (a device error, a map that is one data
+// run). At most kMaxReadRuns, so that the output queue has room for the
+// reply: the last one then covers the rest as data, its zeros included.
+size_t connection::read_runs(const request& rq) {
+  runs_.clear();
+  extents_.clear();
+  if (ctx_.dev.map_extents(rq.offset >> SECTOR_SHIFT, rq.length >> SECTOR_SHIFT, &extents_) != 0)
+    return 0;
+  const uint64_t end = rq.offset + rq.length;
+  uint64_t at = rq.offset;
+  for (const blk_extent& e : extents_) {
+    const bool zero = e.flags & BLK_EXTENT_ZERO;
+    const uint64_t s = std::max<uint64_t>(e.sector << SECTOR_SHIFT, rq.offset);
+    const uint64_t t = std::min<uint64_t>((e.sector + e.nr_sectors) << SECTOR_SHIFT, end);
+    if (t <= s)
+      continue;
+    if (s != at)
+      return 0;  // not the maximal runs in order that map_extents promises: no holes then
+    at = t;
+    if (!runs_.empty() && runs_.back().zero == zero) {
+      runs_.back().length += t - s;
+    } else if (runs_.size() + 1 == kMaxReadRuns) {
+      runs_.push_back({s, end - s, false});
+      at = end;
+      break;
+    } else {
+      runs_.push_back({s, t - s, zero});
+    }
+  }
+  if (at != end || (runs_.size() == 1 && !runs_[0].zero))
+    return 0;
+  return runs_.size();
 }
 
 // base:allocation from the driver's extent map, a slice at a time so that
@@ -311,17 +386,23 @@ void connection::queue_read(const request& rq) {
 // a reply cover less than was asked), runs of one kind merged.
 void connection::reply_block_status(const request& rq) {
   const uint64_t lbs = ctx_.dev.limits().logical_block_size;
-  const uint64_t req_end = rq.offset + rq.length;
-  std::vector<unsigned char> payload(kBlockStatusSize);
+  // An extended request may span 2^64 bytes: one reply maps a bounded part
+  // of it (kMaxMapBytes), and a compact descriptor's 32 bits bound a run.
+  const uint64_t req_end = rq.offset + std::min(rq.length, kMaxMapBytes);
+  const uint64_t max_run = extended_ ? UINT64_MAX : UINT32_MAX / lbs * lbs;
+  std::vector<unsigned char> payload(extended_ ? kBlockStatusExtSize : kBlockStatusSize);
   put32(payload.data(), kMetaContextAllocation);
   std::vector<blk_extent> extents;
   uint64_t run_length = 0;
   uint32_t run_flags = 0;
   size_t descriptors = 0;
   auto emit = [&] {
-    unsigned char d[kExtentSize];
-    encode_extent(d, static_cast<uint32_t>(run_length), run_flags);
-    payload.insert(payload.end(), d, d + sizeof d);
+    unsigned char d[kExtentExtSize];
+    if (extended_)
+      encode_extent_ext(d, run_length, run_flags);
+    else
+      encode_extent(d, static_cast<uint32_t>(run_length), run_flags);
+    payload.insert(payload.end(), d, d + (extended_ ? kExtentExtSize : kExtentSize));
     descriptors++;
     run_length = 0;
   };
@@ -338,7 +419,7 @@ void connection::reply_block_status(const request& rq) {
         continue;
       const uint32_t flags = (e.flags & BLK_EXTENT_HOLE ? NBD_STATE_HOLE : 0) |
                              (e.flags & BLK_EXTENT_ZERO ? NBD_STATE_ZERO : 0);
-      if (run_length && flags != run_flags) {
+      if (run_length && (flags != run_flags || run_length > max_run - (t - s))) {
         emit();
         if (descriptors == kMaxDescriptors || (rq.flags & NBD_CMD_FLAG_REQ_ONE))
           break;
@@ -352,10 +433,10 @@ void connection::reply_block_status(const request& rq) {
   }
   if (run_length && descriptors < kMaxDescriptors && !((rq.flags & NBD_CMD_FLAG_REQ_ONE) && descriptors))
     emit();
-  unsigned char head[kStructuredReplySize];
-  encode_structured_reply(head, {.flags = NBD_REPLY_FLAG_DONE, .type = NBD_REPLY_TYPE_BLOCK_STATUS,
-                                 .cookie = rq.cookie, .length = static_cast<uint32_t>(payload.size())});
-  queue_bytes(head, sizeof head);
+  if (extended_)
+    put32(payload.data() + 4, static_cast<uint32_t>(descriptors));
+  queue_chunk_header(rq, NBD_REPLY_FLAG_DONE, extended_ ? NBD_REPLY_TYPE_BLOCK_STATUS_EXT : NBD_REPLY_TYPE_BLOCK_STATUS,
+                     static_cast<uint32_t>(payload.size()));
   queue_bytes(payload.data(), payload.size());
 }
 

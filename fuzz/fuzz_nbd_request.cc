@@ -1,4 +1,4 @@
-// nbd_request_fuzz: the fuzzer's bytes as an NBD client's side of the stream,
+// fuzz_nbd_request: the fuzzer's bytes as an NBD client's side of the stream,
 // fed over a socketpair to an iov::nbd::server (src/tools/nbd) with small
 // limits, serving a 1 MiB brd or null_blk device: the handshake, option
 // haggling and transmission must never crash, leak or hang, and the payload
@@ -9,19 +9,31 @@
 //   1  client flags and NBD_OPT_GO given, then the bytes as requests
 //   2  the same after STRUCTURED_REPLY and SET_META_CONTEXT base:allocation
 //   3  records: options with the right magic, then requests with the right
-//      magic whose fields, flags and payloads come from the bytes
+//      magic whose fields, flags and payloads come from the bytes; in the
+//      compact form, or extended (after NBD_OPT_EXTENDED_HEADERS: 32-byte
+//      headers, 64-bit lengths, NBD_CMD_FLAG_PAYLOAD_LEN) when the second
+//      byte says so
+// The second byte also picks TLS: off, on or require, with a PSK (the same
+// for every input); with require, every option but STARTTLS and ABORT
+// before the handshake is refused. With TLS and bit 8, the harness sends
+// the client flags and STARTTLS, waits for the ACK (the server drops a
+// client that sends more before it), then the bytes as the TLS handshake,
+// whose state machine before the key exchange is then fuzzed.
 // The server's replies are drained as they come; the stream ends with a
 // half-close, so the connection always sees EOF and returns.
 //
-//   build/fuzz/fuzz/nbd_request_fuzz -max_total_time=60 build/fuzz/corpus/nbd_request_fuzz
-//   build/fuzz/fuzz/nbd_request_fuzz crash-...          # replay one input
+//   build/fuzz/fuzz/fuzz_nbd_request -max_total_time=60 build/fuzz/corpus/fuzz_nbd_request
+//   build/fuzz/fuzz/fuzz_nbd_request crash-...          # replay one input
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <vector>
 
 #include "fuzz_model.hpp"
@@ -82,7 +94,7 @@ uint32_t pick_length(fuzz::input& in) {
 }
 
 // Mode 3: options, then requests, each with its magic.
-void records(fuzz::input& in, bytes* s) {
+void records(fuzz::input& in, bytes* s, bool extended) {
   put32(s, 3);  // FIXED_NEWSTYLE | NO_ZEROES
   for (int n = in.u8() % 4; n > 0 && !in.empty(); n--) {
     uint32_t opt = in.u8() % 12;
@@ -93,37 +105,48 @@ void records(fuzz::input& in, bytes* s) {
   if (in.u8() % 4 == 0) {
     option(s, 1, {});  // EXPORT_NAME, the empty name
   } else {
-    option(s, 8, {});
+    option(s, extended ? 11 : 8, {});
     option(s, 10, meta_payload());
     option(s, 7, go_payload());
   }
   for (int n = 0; n < 32 && !in.empty(); n++) {
-    uint16_t type = in.u8() % 9, flags = in.u8() % 4 ? in.u8() & 0x1f : in.u16();
+    uint16_t type = in.u8() % 9, flags = in.u8() % 4 ? in.u8() & 0x3f : in.u16();
     uint64_t offset = pick_offset(in);
-    uint32_t length = pick_length(in);
-    put32(s, 0x25609513);
+    uint64_t length = pick_length(in);
+    if (extended && in.u8() % 4 == 0)
+      length |= uint64_t{in.u32()} << 32;  // an effect length beyond 32 bits
+    if (extended && type == 1 && in.u8() % 8)
+      flags |= 1 << 5;  // PAYLOAD_LEN, as a WRITE must have it
+    const bool payload_follows = extended ? (flags & (1 << 5)) != 0 : type == 1;
+    put32(s, extended ? 0x21e41c71 : 0x25609513);
     put16(s, flags);
     put16(s, type);
     put64(s, n);
     put64(s, offset);
-    if (type == 1) {  // WRITE: a payload of what the length says, or cut short at the end
-      length = std::min<uint32_t>(length, 256 * 1024);
-      put32(s, length);
+    if (payload_follows) {  // a payload of what the length says, or cut short at the end
+      length = std::min<uint64_t>(length, 256 * 1024);
+      extended ? put64(s, length) : put32(s, static_cast<uint32_t>(length));
       bytes payload(length, static_cast<unsigned char>(in.u8()));
       bool cut = in.u8() % 16 == 0;
       s->insert(s->end(), payload.begin(), cut ? payload.begin() + payload.size() / 2 : payload.end());
       if (cut)
         return;
     } else {
-      put32(s, length);
+      extended ? put64(s, length) : put32(s, static_cast<uint32_t>(length));
     }
   }
 }
 
-bytes build_stream(fuzz::input& in, unsigned mode) {
+bytes build_stream(fuzz::input& in, unsigned mode, bool extended, size_t* hold) {
   bytes s;
+  if (hold) {  // client flags and STARTTLS; the rest, after its ACK, to the TLS handshake
+    put32(&s, 3);
+    option(&s, 5, {});
+    *hold = s.size();
+    mode = 0;
+  }
   if (mode == 3) {
-    records(in, &s);
+    records(in, &s, extended);
     return s;
   }
   if (mode >= 1) {
@@ -139,21 +162,42 @@ bytes build_stream(fuzz::input& in, unsigned mode) {
   return s;
 }
 
+// One PSK for every input, in a file made once.
+std::shared_ptr<const iov::nbd::tls_credentials> psk_credentials() {
+  static char path[] = "/tmp/fuzz_nbd_request-XXXXXX";
+  static std::shared_ptr<const iov::nbd::tls_credentials> creds = [] {
+    const int fd = mkstemp(path);
+    FUZZ_CHECK(fd >= 0);
+    static const char kKey[] = "fuzz:00112233445566778899aabbccddeeff\n";
+    FUZZ_CHECK(write(fd, kKey, sizeof kKey - 1) == static_cast<ssize_t>(sizeof kKey - 1));
+    close(fd);
+    auto c = iov::nbd::tls_credentials::load_psk(path);
+    std::atexit([] { unlink(path); });  // GnuTLS reads the file at each handshake: it stays until then
+    FUZZ_CHECK(c.ok());
+    return std::shared_ptr<const iov::nbd::tls_credentials>(std::move(*c));
+  }();
+  return creds;
+}
+
 // Writes the stream, drains replies, half-closes, and drains to EOF; bounded
 // by a wait that only a hung server would exhaust.
-void pump(int fd, const bytes& stream) {
-  size_t sent = 0;
+// Bytes past `hold` wait until `wait_for` bytes have come back (STARTTLS's
+// ACK: the client must not send its ClientHello before it).
+void pump(int fd, const bytes& stream, size_t hold = SIZE_MAX, size_t wait_for = 0) {
+  size_t sent = 0, received = 0;
   bool write_open = true;
   char sink[65536];
   for (;;) {
+    const size_t limit = received >= wait_for ? stream.size() : std::min(hold, stream.size());
     if (write_open && sent == stream.size()) {
       shutdown(fd, SHUT_WR);
       write_open = false;
     }
-    pollfd p{fd, static_cast<short>(POLLIN | (write_open ? POLLOUT : 0)), 0};
+    const bool want_out = write_open && sent < limit;
+    pollfd p{fd, static_cast<short>(POLLIN | (want_out ? POLLOUT : 0)), 0};
     int n = poll(&p, 1, 20000);
     if (n == 0) {
-      std::fprintf(stderr, "nbd_request_fuzz: the server neither reads nor closes (hung)\n");
+      std::fprintf(stderr, "fuzz_nbd_request: the server neither reads nor closes (hung)\n");
       std::abort();
     }
     if (n < 0)
@@ -162,9 +206,11 @@ void pump(int fd, const bytes& stream) {
       ssize_t r = recv(fd, sink, sizeof sink, MSG_DONTWAIT);
       if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
         return;  // the server is done with the connection
+      if (r > 0)
+        received += static_cast<size_t>(r);
     }
-    if (write_open && (p.revents & POLLOUT)) {
-      ssize_t w = send(fd, stream.data() + sent, stream.size() - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (want_out && (p.revents & POLLOUT)) {
+      ssize_t w = send(fd, stream.data() + sent, limit - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
       if (w > 0)
         sent += static_cast<size_t>(w);
       else if (w < 0 && errno != EAGAIN && errno != EINTR)
@@ -190,7 +236,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   auto dev = iov::blkdev_create(brd ? "brd" : "null_blk", settings);
   FUZZ_CHECK(dev.ok());
-  bytes stream = build_stream(in, setup & 3);
+  const uint8_t more = in.u8();
+  size_t hold = SIZE_MAX;
+  const bool starttls_first = (more & 6) && (more & 8);
+  bytes stream = build_stream(in, setup & 3, more & 1, starttls_first ? &hold : nullptr);
 
   int sv[2];
   FUZZ_CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
@@ -202,10 +251,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   opts.limits.threads = 1;
   opts.limits.max_connections = 2;
   opts.limits.payload_memory = setup & 64 ? 128 * 1024 : 1 << 20;
+  if (more & 6) {
+    opts.tls = (more & 6) == 2 ? iov::nbd::tls_mode::on : iov::nbd::tls_mode::require;
+    opts.credentials = psk_credentials();
+  }
   iov::nbd::server server(**dev, opts);
   FUZZ_CHECK(server.start().ok());
   FUZZ_CHECK(server.adopt(sv[1]));  // the server owns sv[1] now
-  pump(sv[0], stream);
+  // The greeting (18 bytes) and STARTTLS's ACK (20) come before the handshake.
+  pump(sv[0], stream, hold, starttls_first ? 38 : 0);
   close(sv[0]);
   FUZZ_CHECK(server.stats().payload_peak <= opts.limits.payload_memory);
   return 0;

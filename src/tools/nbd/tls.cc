@@ -1,0 +1,166 @@
+// tls.cc: GnuTLS credentials and sessions (see tls.hpp).
+#include "nbd/tls.hpp"
+
+#include <gnutls/gnutls.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <fstream>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+
+namespace iov::nbd {
+
+namespace {
+
+void global_init() {
+  static std::once_flag once;
+  std::call_once(once, [] { gnutls_global_init(); });
+}
+
+// The socket I/O GnuTLS does, never raising SIGPIPE (the server in a test
+// program does not ignore it) and never blocking.
+ssize_t push(gnutls_transport_ptr_t fd, const giovec_t* iov, int n) {
+  msghdr msg{};
+  msg.msg_iov = const_cast<iovec*>(reinterpret_cast<const iovec*>(iov));
+  msg.msg_iovlen = static_cast<size_t>(n);
+  return sendmsg(static_cast<int>(reinterpret_cast<intptr_t>(fd)), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+ssize_t pull(gnutls_transport_ptr_t fd, void* p, size_t n) {
+  return recv(static_cast<int>(reinterpret_cast<intptr_t>(fd)), p, n, MSG_DONTWAIT);
+}
+
+bool readable(const std::string& path) { return access(path.c_str(), R_OK) == 0; }
+
+}  // namespace
+
+struct tls_credentials::impl {
+  gnutls_psk_server_credentials_t psk = nullptr;
+  gnutls_certificate_credentials_t x509 = nullptr;
+};
+
+struct tls_session::impl {
+  gnutls_session_t s = nullptr;
+  ~impl() {
+    if (s)
+      gnutls_deinit(s);
+  }
+};
+
+tls_credentials::~tls_credentials() {
+  if (impl_ && impl_->psk)
+    gnutls_psk_free_server_credentials(impl_->psk);
+  if (impl_ && impl_->x509)
+    gnutls_certificate_free_credentials(impl_->x509);
+}
+
+// psktool's format: one "identity:hexkey" a line. GnuTLS reads the file at
+// each handshake; it is checked here so that a bad one fails at start.
+absl::StatusOr<std::unique_ptr<tls_credentials>> tls_credentials::load_psk(const std::string& file) {
+  global_init();
+  std::ifstream in(file);
+  if (!in)
+    return absl::InvalidArgumentError(absl::StrCat("--tls-psk=", file, ": cannot be read"));
+  std::string line;
+  bool any = false;
+  while (std::getline(in, line)) {
+    if (line.empty())
+      continue;
+    const size_t colon = line.find(':');
+    if (colon == 0 || colon == std::string::npos || colon + 1 == line.size() ||
+        line.find_first_not_of("0123456789abcdefABCDEF", colon + 1) != std::string::npos)
+      return absl::InvalidArgumentError(
+          absl::StrCat("--tls-psk=", file, ": not psktool's format (identity:hexkey a line)"));
+    any = true;
+  }
+  if (!any)
+    return absl::InvalidArgumentError(absl::StrCat("--tls-psk=", file, ": no key"));
+  std::unique_ptr<tls_credentials> c(new tls_credentials);
+  c->impl_ = std::make_unique<impl>();
+  if (gnutls_psk_allocate_server_credentials(&c->impl_->psk) != 0 ||
+      gnutls_psk_set_server_credentials_file(c->impl_->psk, file.c_str()) != 0)
+    return absl::InternalError(absl::StrCat("--tls-psk=", file, ": GnuTLS refused it"));
+  return c;
+}
+
+absl::StatusOr<std::unique_ptr<tls_credentials>> tls_credentials::load_x509(const std::string& dir) {
+  global_init();
+  const std::string cert = dir + "/server-cert.pem", key = dir + "/server-key.pem", ca = dir + "/ca-cert.pem";
+  if (!readable(cert) || !readable(key))
+    return absl::InvalidArgumentError(
+        absl::StrCat("--tls-certificates=", dir, ": needs server-cert.pem and server-key.pem"));
+  std::unique_ptr<tls_credentials> c(new tls_credentials);
+  c->impl_ = std::make_unique<impl>();
+  if (gnutls_certificate_allocate_credentials(&c->impl_->x509) != 0)
+    return absl::ResourceExhaustedError("out of memory for TLS credentials");
+  if (int err = gnutls_certificate_set_x509_key_file(c->impl_->x509, cert.c_str(), key.c_str(),
+                                                     GNUTLS_X509_FMT_PEM);
+      err < 0)
+    return absl::InvalidArgumentError(absl::StrCat("--tls-certificates=", dir, ": ", gnutls_strerror(err)));
+  if (readable(ca) && gnutls_certificate_set_x509_trust_file(c->impl_->x509, ca.c_str(), GNUTLS_X509_FMT_PEM) < 0)
+    return absl::InvalidArgumentError(absl::StrCat("--tls-certificates=", dir, ": bad ca-cert.pem"));
+  return c;
+}
+
+std::unique_ptr<tls_session> tls_credentials::start(int fd) const {
+  auto i = std::make_unique<tls_session::impl>();
+  if (gnutls_init(&i->s, GNUTLS_SERVER | GNUTLS_NONBLOCK) != 0)
+    return nullptr;
+  int err;
+  if (impl_->psk) {
+    err = gnutls_priority_set_direct(i->s, "NORMAL:+ECDHE-PSK:+DHE-PSK:+PSK", nullptr);
+    if (!err)
+      err = gnutls_credentials_set(i->s, GNUTLS_CRD_PSK, impl_->psk);
+  } else {
+    err = gnutls_set_default_priority(i->s);
+    if (!err)
+      err = gnutls_credentials_set(i->s, GNUTLS_CRD_CERTIFICATE, impl_->x509);
+  }
+  if (err)
+    return nullptr;
+  gnutls_handshake_set_timeout(i->s, 0);  // the server's --handshake-timeout covers it
+  gnutls_transport_set_ptr(i->s, reinterpret_cast<gnutls_transport_ptr_t>(static_cast<intptr_t>(fd)));
+  gnutls_transport_set_vec_push_function(i->s, push);
+  gnutls_transport_set_pull_function(i->s, pull);
+  return std::unique_ptr<tls_session>(new tls_session(std::move(i)));
+}
+
+tls_session::tls_session(std::unique_ptr<impl> i) : impl_(std::move(i)) {}
+tls_session::~tls_session() = default;
+
+tls_io tls_session::result(ssize_t r, size_t* n) {
+  if (r >= 0) {
+    if (n)
+      *n = static_cast<size_t>(r);
+    return tls_io::done;
+  }
+  if (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED)
+    return tls_io::again;
+  if (r == GNUTLS_E_PREMATURE_TERMINATION)
+    return tls_io::eof;
+  why_ = gnutls_strerror(static_cast<int>(r));
+  return tls_io::error;
+}
+
+tls_io tls_session::handshake() { return result(gnutls_handshake(impl_->s), nullptr); }
+
+tls_io tls_session::recv(void* p, size_t n, size_t* got) {
+  const ssize_t r = gnutls_record_recv(impl_->s, p, n);
+  if (r == 0)
+    return tls_io::eof;
+  return result(r, got);
+}
+
+tls_io tls_session::send(const void* p, size_t n, size_t* sent) {
+  return result(gnutls_record_send(impl_->s, p, n), sent);
+}
+
+size_t tls_session::pending() const { return gnutls_record_check_pending(impl_->s); }
+bool tls_session::wants_write() const { return gnutls_record_get_direction(impl_->s) == 1; }
+
+}  // namespace iov::nbd
