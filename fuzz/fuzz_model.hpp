@@ -363,7 +363,7 @@ inline void layout::build(input& in) {
       break;
     case iov::ITER_BVEC: iov::iov_iter_bvec(&it, d, bvs_.data(), bvs_.size(), count); break;
     case iov::ITER_XARRAY: iov::iov_iter_xarray(&it, d, &xa_, static_cast<loff_t>(xa_start), count); break;
-    default: iov::iov_iter_discard(&it, d, count); break;
+    default: iov::iov_iter_discard(&it, iov::ITER_DEST, count); break;  // ITER_SOURCE is the kernel's BUG
   }
 }
 

@@ -98,7 +98,7 @@ void layout::init(iov::iov_iter* it, unsigned dir) const {
     case Kind::kvec: iov::iov_iter_kvec(it, dir, kvecs_.data(), kvecs_.size(), total_); break;
     case Kind::bvec: iov::iov_iter_bvec(it, dir, bvecs_.data(), bvecs_.size(), total_); break;
     case Kind::xarray: iov::iov_iter_xarray(it, dir, xa_.get(), xa_start_, total_); break;
-    case Kind::discard: iov::iov_iter_discard(it, dir, total_); break;
+    case Kind::discard: iov::iov_iter_discard(it, iov::ITER_DEST, total_); break;  // never ITER_SOURCE
   }
 }
 
