@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 #include <sys/uio.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdint>
@@ -406,14 +407,14 @@ TEST(CopyVariants, FollowTheFlatModel) {
       iov::iov_iter it = l->iter(iov::ITER_DEST);
       size_t n = std::uniform_int_distribution<size_t>(0, total)(rng);
       EXPECT_EQ(iov::copy_mc_to_iter(src.data(), n, &it), n);
-      std::memcpy(model.data(), src.data(), n);
+      std::copy_n(src.begin(), n, model.begin());
       EXPECT_EQ(l->gather(), model);
       EXPECT_EQ(it.count, l->total() - n);
       // copy_from_iter_flushcache and copy_from_iter_full_nocache: read back.
       for (int form = 0; form < 3; form++) {
         it = l->iter(iov::ITER_SOURCE);
         bytes out(total + 5, 0xee), want = out;
-        std::memcpy(want.data(), model.data(), total);
+        std::copy_n(model.begin(), total, want.begin());
         if (form == 0) {
           EXPECT_EQ(iov::copy_from_iter_flushcache(out.data(), total + 5, &it), total);
         } else {
