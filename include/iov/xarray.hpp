@@ -103,9 +103,9 @@ struct xarray {
   std::mutex xa_lock;                                // serializes stores and erases
 
   // C++ layer: the same operations as the free functions below.
-  void* load(unsigned long index) const;
-  void* store(unsigned long index, void* entry);  // old entry, or an error entry
-  void* erase(unsigned long index);               // old entry
+  void_ptr load(unsigned long index) const;
+  void_ptr store(unsigned long index, void* entry);  // old entry, or an error entry
+  void_ptr erase(unsigned long index);               // old entry
   bool empty() const { return xa_head.load(std::memory_order_acquire) == nullptr; }
   unsigned long size() const { return nr_entries.load(std::memory_order_relaxed); }
   // f(unsigned long index, void* entry) for each entry in [first, last] in
@@ -234,12 +234,12 @@ int __xa_insert(xarray* xa, unsigned long index, void* entry, gfp_t gfp);
 // leaf, one load), for a caller that must check an entry has not changed.
 IOV_ALWAYS_INLINE void_ptr xas_reload(xa_state* xas) { return xas_load(xas); }
 
-inline void* xarray::load(unsigned long index) const {
+inline void_ptr xarray::load(unsigned long index) const {
   rcu_read_guard guard;
   return internal::xa_load_rcu(this, index);
 }
-inline void* xarray::store(unsigned long index, void* entry) { return xa_store(this, index, entry); }
-inline void* xarray::erase(unsigned long index) { return xa_erase(this, index); }
+inline void_ptr xarray::store(unsigned long index, void* entry) { return xa_store(this, index, entry); }
+inline void_ptr xarray::erase(unsigned long index) { return xa_erase(this, index); }
 
 template <class F>
 void xarray::for_each_range(unsigned long first, unsigned long last, F&& f) {
