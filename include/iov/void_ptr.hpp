@@ -7,7 +7,8 @@
 //
 // It compares with pointers and nullptr and tests as a bool, so code written
 // for a plain void* result keeps compiling; `auto` holds a void_ptr, and
-// static_cast<T*>() still works.
+// static_cast<T*>() still works. One thing does not: `c ? a_void_ptr : a_void_star`
+// is ambiguous (each converts to the other); name the type on one side.
 #pragma once
 
 #include <cstddef>
