@@ -22,6 +22,7 @@
 #include "fuzz_model.hpp"
 #include "iov/extract.hpp"
 #include "iov/internal/crc32c_simd.hpp"
+#include "iov/extract.hpp"
 #include "iov/internal/outofline.hpp"
 
 namespace {

@@ -423,7 +423,7 @@ inline void layout::build(input& in) {
       iov::iov_iter_folio_queue(&it, d, fqs_.front(), fq_first_slot, static_cast<unsigned>(fq_offset), count);
       break;
     case iov::ITER_XARRAY: iov::iov_iter_xarray(&it, d, &xa_, static_cast<loff_t>(xa_start), count); break;
-    default: iov::iov_iter_discard(&it, d, count); break;
+    default: iov::iov_iter_discard(&it, iov::ITER_DEST, count); break;  // ITER_SOURCE is the kernel's BUG
   }
 }
 

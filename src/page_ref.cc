@@ -116,6 +116,22 @@ void put_page(page* p) noexcept {
     put_meta(m, "put_page: page is free");
 }
 
+bool get_page_unless_zero(page* p) noexcept {
+  using namespace internal;
+  bool no_count;
+  frame_meta* m = counted_meta(p, &no_count);
+  if (no_count)
+    return false;
+  if (!m)
+    return true;  // not from the allocator: its owner keeps it alive
+  int c = m->refcount.load(std::memory_order_relaxed);
+  do {
+    if (c <= 0)
+      return false;
+  } while (!m->refcount.compare_exchange_weak(c, c + 1, std::memory_order_acquire, std::memory_order_relaxed));
+  return true;
+}
+
 int page_ref_count(const page* p) noexcept {
   using namespace internal;
   bool no_count;

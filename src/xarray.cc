@@ -282,18 +282,18 @@ void xa_destroy(xarray* xa) {
   if (top) call_rcu(&top->rcu, [](rcu_head* head) { subtree_free(node_of(head)); });
 }
 
-void* xa_store(xarray* xa, unsigned long index, void* entry, gfp_t) {
+void_ptr xa_store(xarray* xa, unsigned long index, void* entry, gfp_t) {
   if (xa_is_internal(entry)) return internal::xa_error(-EINVAL);
   std::lock_guard lock(xa->xa_lock);
   return store_locked(xa, index, entry, false, nullptr);
 }
 
-void* xa_erase(xarray* xa, unsigned long index) {
+void_ptr xa_erase(xarray* xa, unsigned long index) {
   std::lock_guard lock(xa->xa_lock);
   return store_locked(xa, index, nullptr, false, nullptr);
 }
 
-void* xa_cmpxchg(xarray* xa, unsigned long index, void* old, void* entry, gfp_t) {
+void_ptr xa_cmpxchg(xarray* xa, unsigned long index, void* old, void* entry, gfp_t) {
   if (xa_is_internal(entry)) return internal::xa_error(-EINVAL);
   std::lock_guard lock(xa->xa_lock);
   return store_locked(xa, index, entry, true, old);
@@ -306,7 +306,7 @@ int xa_insert(xarray* xa, unsigned long index, void* entry, gfp_t gfp) {
   return curr ? -EBUSY : 0;
 }
 
-void* xa_find(xarray* xa, unsigned long* indexp, unsigned long max, xa_mark_t filter) {
+void_ptr xa_find(xarray* xa, unsigned long* indexp, unsigned long max, xa_mark_t filter) {
   if (filter != XA_PRESENT || *indexp > max) return nullptr;  // no entry carries a mark
   rcu_read_guard guard;
   const xa_node* top = xa->xa_head.load(acquire);
@@ -316,12 +316,32 @@ void* xa_find(xarray* xa, unsigned long* indexp, unsigned long max, xa_mark_t fi
   return find_in(top, 0, *indexp, max, indexp);
 }
 
-void* xa_find_after(xarray* xa, unsigned long* indexp, unsigned long max, xa_mark_t filter) {
+void_ptr xa_find_after(xarray* xa, unsigned long* indexp, unsigned long max, xa_mark_t filter) {
   if (*indexp == ULONG_MAX) return nullptr;
   unsigned long index = *indexp + 1;
   void* entry = xa_find(xa, &index, max, filter);
   if (entry) *indexp = index;
   return entry;
+}
+
+// The locked API: as the functions above, the caller holding xa_lock.
+void_ptr __xa_store(xarray* xa, unsigned long index, void* entry, gfp_t) {
+  if (xa_is_internal(entry)) return internal::xa_error(-EINVAL);
+  return store_locked(xa, index, entry, false, nullptr);
+}
+
+void_ptr __xa_erase(xarray* xa, unsigned long index) { return store_locked(xa, index, nullptr, false, nullptr); }
+
+void_ptr __xa_cmpxchg(xarray* xa, unsigned long index, void* old, void* entry, gfp_t) {
+  if (xa_is_internal(entry)) return internal::xa_error(-EINVAL);
+  return store_locked(xa, index, entry, true, old);
+}
+
+int __xa_insert(xarray* xa, unsigned long index, void* entry, gfp_t gfp) {
+  if (!entry) return internal::xa_load_rcu(xa, index) ? -EBUSY : 0;  // no reserved entries
+  void* curr = __xa_cmpxchg(xa, index, nullptr, entry, gfp);
+  if (xa_is_err(curr)) return xa_err(curr);
+  return curr ? -EBUSY : 0;
 }
 
 }  // namespace iov

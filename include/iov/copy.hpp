@@ -12,7 +12,11 @@
 // operation is one body over a walk (internal/walk.hpp).
 #pragma once
 
+#include <sys/uio.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstddef>
 #include <cstring>
 
@@ -191,6 +195,54 @@ inline size_t copy_folio_from_iter_atomic(folio* f, size_t offset, size_t bytes,
   if (IOV_UNLIKELY(offset > size || bytes > size - offset) || IOV_UNLIKELY(!i->data_source))
     return 0;
   return copy_from_iter(static_cast<char*>(folio_address(f)) + offset, bytes, i);
+}
+
+// --- copy_page_to_iter_nofault() and copy_mc_to_iter() (uio.h, lib/iov_iter.c) ---
+
+namespace internal {
+// The kernel's copy_to_user_iter_nofault(): copy_to_user_nofault() is all or
+// nothing, so a piece whose memory cannot be written is left whole, and the
+// walk ends there. User space cannot disable page faults; the copy goes through
+// process_vm_writev() on this process, which reports an unwritable range
+// (EFAULT) instead of faulting. Where that call is refused (a seccomp filter)
+// the piece is copied as copy_to_user_iter() does.
+inline size_t copy_to_user_iter_nofault(void* iter_to, size_t progress, size_t len, void* from, void*) {
+  if (usercopy_allow(len) != len)
+    return len;
+  ::iovec local = {static_cast<char*>(from) + progress, len}, remote = {iter_to, len};
+  ssize_t n = ::process_vm_writev(::getpid(), &local, 1, &remote, 1, 0);
+  if (n == static_cast<ssize_t>(len))
+    return 0;
+  if (n < 0 && (errno == ENOSYS || errno == EPERM)) {
+    std::memcpy(iter_to, local.iov_base, len);
+    return 0;
+  }
+  return len;
+}
+
+using copy_to_iter_nofault_steps = steps<copy_to_user_iter_nofault, memcpy_to_iter>;
+
+template <class Walk>
+inline size_t copy_page_to_iter_nofault(page* pg, unsigned offset, size_t bytes, iov_iter* i) {
+  if (IOV_UNLIKELY(i->data_source))
+    return 0;
+  return copy_page_pieces(pg, offset, bytes, [i](char* from, size_t n) {
+    return Walk::template run<copy_to_iter_nofault_steps>(i, n, from, nullptr);
+  });
+}
+}  // namespace internal
+
+// copy_page_to_iter() for callers that may not fault (the kernel's runs with
+// page faults disabled): a user-backed piece that cannot be written ends the
+// copy short, having copied none of that piece.
+inline size_t copy_page_to_iter_nofault(page* pg, unsigned offset, size_t bytes, iov_iter* i) {
+  return internal::copy_page_to_iter_nofault<internal::inline_walk>(pg, offset, bytes, i);
+}
+
+// User space sees no machine checks: copy_to_iter(), as the kernel's without
+// CONFIG_ARCH_HAS_COPY_MC.
+IOV_ALWAYS_INLINE size_t copy_mc_to_iter(const void* addr, size_t bytes, iov_iter* i) {
+  return copy_to_iter(addr, bytes, i);
 }
 
 }  // namespace iov

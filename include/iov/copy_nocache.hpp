@@ -25,6 +25,7 @@
 #include "iov/internal/walk.hpp"
 #include "iov/iov_iter.hpp"
 #include "iov/iterate.hpp"
+#include "iov/position.hpp"
 #include "iov/rcu.hpp"
 
 namespace iov {
@@ -65,6 +66,32 @@ inline size_t copy_from_iter_nocache(void* addr, size_t bytes, iov_iter* i) {
 
 inline size_t copy_from_iter_nocache(void* addr, size_t bytes, iov_iter* i) {
   return internal::copy_from_iter_nocache<internal::inline_walk>(addr, bytes, i);
+}
+
+// --- copy_from_iter_full_nocache() and copy_from_iter_flushcache() (uio.h) ---------
+
+namespace internal {
+template <class Walk>
+inline bool copy_from_iter_full_nocache(void* addr, size_t bytes, iov_iter* i) {
+  size_t copied = copy_from_iter_nocache<Walk>(addr, bytes, i);
+  if (IOV_LIKELY(copied == bytes))
+    return true;
+  iov_iter_revert(i, copied);
+  return false;
+}
+}  // namespace internal
+
+// All or nothing: on a short copy the iterator is reverted and false returned.
+[[nodiscard]] inline bool copy_from_iter_full_nocache(void* addr, size_t bytes, iov_iter* i) {
+  return internal::copy_from_iter_full_nocache<internal::inline_walk>(addr, bytes, i);
+}
+
+// The kernel's fallback where the architecture has no flushing user copy
+// (!CONFIG_ARCH_HAS_UACCESS_FLUSHCACHE): copy_from_iter_nocache(). As the
+// kernel warns, a caller that needs the destination flushed from the cache
+// (persistent memory) must not assume it is.
+inline size_t copy_from_iter_flushcache(void* addr, size_t bytes, iov_iter* i) {
+  return copy_from_iter_nocache(addr, bytes, i);
 }
 
 }  // namespace iov

@@ -377,4 +377,86 @@ inline unsigned iov_iter_to_iovecs(const iov_iter* i, ::iovec* vecs, unsigned ma
   return out.nr;
 }
 
+// --- iov_iter_get_pages2() and friends (uio.h, lib/iov_iter.c) ---------------------
+
+// Nothing is pinned or referenced in user space, so a caller that asks whether
+// it must unpin what iov_iter_extract_pages() gave it is told no. (The kernel
+// answers user_backed_iter(): pinned user pages. A port's unpin branch is
+// then never taken.)
+inline bool iov_iter_extract_will_pin(const iov_iter*) { return false; }
+
+namespace internal {
+// The kernel's first_bvec_segment() and the BVEC case of
+// __iov_iter_get_pages_alloc(): the pages of the rest of the current bvec
+// only (never into the next), then the iterator steps past them.
+inline ssize_t get_bvec_pages(iov_iter* i, page*** pages, size_t maxsize, unsigned maxpages, size_t* start) {
+  size_t skip = i->iov_offset, len = i->bvec->bv_len - skip;
+  if (maxsize > len)
+    maxsize = len;
+  skip += i->bvec->bv_offset;
+  page* first = i->bvec->bv_page + skip / PAGE_SIZE;
+  *start = skip % PAGE_SIZE;
+  unsigned n = want_pages_array(pages, maxsize, *start, maxpages);
+  if (!n)
+    return -ENOMEM;
+  for (unsigned k = 0; k < n; k++)
+    (*pages)[k] = first + k;
+  maxsize = std::min(maxsize, n * PAGE_SIZE - *start);
+  i->count -= maxsize;
+  i->iov_offset += maxsize;
+  if (i->iov_offset == i->bvec->bv_len) {
+    i->iov_offset = 0;
+    i->bvec++;
+    i->nr_segs--;
+  }
+  return static_cast<ssize_t>(maxsize);
+}
+
+// The kernel's __iov_iter_get_pages_alloc(). User-backed: the pages of the
+// first non-empty segment; BVEC: of the current bvec; XARRAY: consecutive
+// present pages; KVEC and DISCARD: -EFAULT (the kernel's too).
+inline ssize_t get_pages_alloc(iov_iter* i, page*** pages, size_t maxsize, unsigned maxpages, size_t* start) {
+  maxsize = std::min({maxsize, i->count, MAX_RW_COUNT});
+  if (!maxsize)
+    return 0;
+  switch (i->type) {
+    case ITER_UBUF:
+    case ITER_IOVEC:
+      return extract_user_pages(i, pages, maxsize, maxpages, start);
+    case ITER_BVEC:
+      return get_bvec_pages(i, pages, maxsize, maxpages, start);
+    case ITER_XARRAY:
+      return extract_xarray_pages(i, pages, maxsize, maxpages, start);
+    default:
+      return -EFAULT;
+  }
+}
+}  // namespace internal
+
+// The pages under the next bytes of *i, at most maxpages into pages[], with
+// *start the offset into the first; returns the bytes they cover (0, -EFAULT,
+// -ENOMEM) and advances by them. No page reference is taken (see
+// iov_iter_extract_will_pin()): a kernel caller's put_page() of each has no
+// counterpart here. A null pages is the kernel's BUG_ON: 0, or an abort with
+// IOV_CHECKS on.
+inline ssize_t iov_iter_get_pages2(iov_iter* i, page** pages, size_t maxsize, unsigned maxpages, size_t* start) {
+  if (!maxpages)
+    return 0;
+  if (IOV_BUG_ON(!pages, "iov_iter_get_pages2: pages is NULL"))
+    return 0;
+  return internal::get_pages_alloc(i, &pages, maxsize, maxpages, start);
+}
+
+// As iov_iter_get_pages2(), into an array it malloc()s (*pages; free() it, as
+// the kernel's caller kvfree()s it); *pages is nullptr when nothing was got.
+inline ssize_t iov_iter_get_pages_alloc2(iov_iter* i, page*** pages, size_t maxsize, size_t* start) {
+  *pages = nullptr;
+  ssize_t len = internal::get_pages_alloc(i, pages, maxsize, ~0U, start);
+  if (len <= 0) {
+    std::free(*pages);
+    *pages = nullptr;
+  }
+  return len;
+}
+
 }  // namespace iov

@@ -2,8 +2,9 @@
 // include/linux/highmem.h.
 //
 // There is no highmem in user space: kmap_local_page() is page_address() and
-// kunmap_local() does nothing, so code ported from the kernel keeps its
-// map/unmap pairs and they cost nothing.
+// kunmap_local() does nothing (nor do kmap()/kmap_atomic() and their unmaps),
+// so code ported from the kernel keeps its map/unmap pairs and they cost
+// nothing.
 //
 //   iov::memcpy_to_page(p, 512, buf, 1024);     // bounds: off + len <= PAGE_SIZE
 //   char* addr = static_cast<char*>(iov::kmap_local_page(p));
@@ -35,7 +36,8 @@ inline void memcpy_page(page* dst, size_t dst_off, page* src, size_t src_off, si
                static_cast<char*>(kmap_local_page(src)) + src_off, internal::unbounded(len));
 }
 
-inline void memcpy_to_page(page* p, size_t offset, const char* from, size_t len) {
+// The kernel's take char*; void* accepts what C callers pass.
+inline void memcpy_to_page(page* p, size_t offset, const void* from, size_t len) {
   if (IOV_BUG_ON(IOV_PAGE_RANGE_BAD(offset, len), "memcpy_to_page: offset + len > PAGE_SIZE"))
     return;
   char* to = static_cast<char*>(kmap_local_page(p));
@@ -43,7 +45,7 @@ inline void memcpy_to_page(page* p, size_t offset, const char* from, size_t len)
   kunmap_local(to);
 }
 
-inline void memcpy_from_page(char* to, page* p, size_t offset, size_t len) {
+inline void memcpy_from_page(void* to, page* p, size_t offset, size_t len) {
   if (IOV_BUG_ON(IOV_PAGE_RANGE_BAD(offset, len), "memcpy_from_page: offset + len > PAGE_SIZE"))
     return;
   char* from = static_cast<char*>(kmap_local_page(p));
@@ -66,6 +68,47 @@ inline void zero_user(page* p, unsigned start, unsigned size) {
     return;
   std::memset(static_cast<char*>(kmap_local_page(p)) + start, 0, internal::unbounded(size));
 }
+
+// --- The rest of highmem.h -------------------------------------------------------
+
+// kmap() and kmap_atomic() are kmap_local_page(); their unmaps do nothing.
+// kunmap() takes the page, kunmap_atomic() the address, as the kernel's.
+inline void* kmap(page* p) { return page_address(p); }
+inline void kunmap(page*) {}
+inline void* kmap_atomic(page* p) { return page_address(p); }
+inline void kunmap_atomic(const void*) {}
+
+// Nothing to do: user space has no aliasing data cache to write back.
+inline void flush_dcache_page(page*) {}
+
+inline void clear_highpage(page* p) {
+  void* kaddr = kmap_local_page(p);
+  std::memset(kaddr, 0, PAGE_SIZE);
+  kunmap_local(kaddr);
+}
+
+inline void copy_highpage(page* to, page* from) {
+  void* vto = kmap_local_page(to);
+  void* vfrom = kmap_local_page(from);
+  std::memcpy(vto, vfrom, PAGE_SIZE);
+  kunmap_local(vfrom);
+  kunmap_local(vto);
+}
+
+// Zeroes [start1, end1) and [start2, end2) of the page; an empty or inverted
+// range is skipped, as the kernel's. An end past the page is its BUG_ON.
+inline void zero_user_segments(page* p, unsigned start1, unsigned end1, unsigned start2, unsigned end2) {
+  if (IOV_BUG_ON(end1 > PAGE_SIZE || end2 > PAGE_SIZE, "zero_user_segments: end > PAGE_SIZE"))
+    return;
+  char* kaddr = static_cast<char*>(kmap_local_page(p));
+  if (end1 > start1)
+    std::memset(kaddr + start1, 0, internal::unbounded(end1 - start1));
+  if (end2 > start2)
+    std::memset(kaddr + start2, 0, internal::unbounded(end2 - start2));
+  kunmap_local(kaddr);
+}
+
+inline void zero_user_segment(page* p, unsigned start, unsigned end) { zero_user_segments(p, start, end, 0, 0); }
 
 #undef IOV_PAGE_RANGE_BAD
 

@@ -13,6 +13,8 @@
 #pragma once
 
 #include "iov/config.hpp"
+#include "iov/void_ptr.hpp"
+#include "iov/err.hpp"
 #include "iov/page.hpp"
 #include "iov/page_alloc.hpp"
 #include "iov/folio.hpp"

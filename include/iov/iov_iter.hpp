@@ -240,9 +240,78 @@ inline void iov_iter_folio_queue(iov_iter* i, unsigned direction, const folio_qu
 }
 
 // A discard iterator is always ITER_DEST, whatever direction is passed (as the kernel's).
+// ITER_SOURCE is the kernel's BUG_ON(direction != READ): with IOV_CHECKS on it aborts.
 inline void iov_iter_discard(iov_iter* i, unsigned direction, size_t count) {
   internal::check_direction(direction);
+  (void)IOV_BUG_ON(direction == ITER_SOURCE, "iov_iter_discard: direction must be ITER_DEST (READ)");
   internal::init_common(i, ITER_DISCARD, ITER_DEST, count);
 }
+
+// --- The rest of uio.h: the current segment, the imports, fault-in ------------
+
+// The current iovec (IOVEC, or KVEC, which has its layout). For UBUF it is,
+// as in the kernel, the iterator's own {ubuf, count} seen as an iovec, so
+// iter_iov_len() of a UBUF iterator advanced by n is count - n, not count
+// (the kernel's callers use iov_iter_count() for UBUF; so should ports).
+static_assert(offsetof(iov_iter, count) == offsetof(iov_iter, ubuf) + sizeof(void*),
+              "iter_iov: a UBUF iterator's {ubuf, count} must have ::iovec's layout");
+inline const ::iovec* iter_iov(const iov_iter* iter) {
+  if (iter->type == ITER_UBUF)
+    return reinterpret_cast<const ::iovec*>(&iter->ubuf);
+  return iter->iov;
+}
+inline void* iter_iov_addr(const iov_iter* iter) {
+  return static_cast<char*>(iter_iov(iter)->iov_base) + iter->iov_offset;
+}
+inline size_t iter_iov_len(const iov_iter* iter) { return iter_iov(iter)->iov_len - iter->iov_offset; }
+
+inline ::iovec iov_iter_iovec(const iov_iter* iter) {
+  size_t len = iter_iov_len(iter);
+  return {iter_iov_addr(iter), iter->count < len ? iter->count : len};
+}
+
+// The bytes of nr_segs iovecs; the lengths must already be validated (the
+// sum is not checked for overflow, as the kernel's).
+inline size_t iov_length(const ::iovec* iov, unsigned long nr_segs) {
+  size_t ret = 0;
+  for (unsigned long seg = 0; seg < nr_segs; seg++)
+    ret += iov[seg].iov_len;
+  return ret;
+}
+
+// Out of line in src/iov_iter.cc, as in the kernel's lib/iov_iter.c.
+//
+// "User" memory is this process's: the imports copy the iovec array with
+// memcpy and check addresses as the kernel's access_ok() (a range that wraps,
+// or ends above the user half of the address space, is -EFAULT). Arrays they
+// allocate are malloc()ed: free() them where the kernel kfree()s.
+
+// An ITER_UBUF iterator over buf; len is capped at MAX_RW_COUNT. 0 or -EFAULT.
+int import_ubuf(int rw, void* buf, size_t len, iov_iter* i);
+// The user's iovec array copied into fast_iov when nr_segs <= fast_segs, else
+// into a malloc()ed array; ERR_PTR(-EINVAL) beyond UIO_MAXIOV or for a length
+// that is negative as ssize_t, ERR_PTR(-ENOMEM), ERR_PTR(-EFAULT); fast_iov
+// for nr_segs == 0. compat: uvec holds a 32-bit process's iovecs
+// (compat_iovec: two u32), as the kernel's in_compat_syscall() case.
+::iovec* iovec_from_user(const ::iovec* uvec, unsigned long nr_segs, unsigned long fast_segs, ::iovec* fast_iov,
+                         bool compat);
+// The kernel's import_iovec(): one segment gives ITER_UBUF, more an ITER_IOVEC
+// over the copied array, lengths capped so the total stays within
+// MAX_RW_COUNT. Returns the total or -errno; *iovp is then the array to free()
+// (nullptr when fast_iov, passed in *iovp, was used, or on error).
+ssize_t import_iovec(int type, const ::iovec* uvec, unsigned nr_segs, unsigned fast_segs, ::iovec** iovp,
+                     iov_iter* i);
+// *new_iter = *old, with its segment array (IOVEC, KVEC, BVEC: from the
+// current segment on) copied into a malloc()ed array, which is returned (to
+// free()); nullptr for the other types, or when the copy cannot be allocated.
+const void* dup_iter(iov_iter* new_iter, iov_iter* old, gfp_t flags);
+
+// The bytes of the next size (clamped to the count) that are NOT accessible
+// for reading / writing, probed page by page as the kernel's: 0 when all
+// are; counted from the first page that is not. Only UBUF and IOVEC have user
+// memory to fault in: the others return 0. Readable pages are touched (faulted
+// in); writable ones are only probed, never written.
+size_t fault_in_iov_iter_readable(const iov_iter* i, size_t size);
+size_t fault_in_iov_iter_writeable(const iov_iter* i, size_t size);
 
 }  // namespace iov

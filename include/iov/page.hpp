@@ -89,6 +89,10 @@ inline void free_page(page* p) noexcept { __free_pages(p, 0); }
 void get_page(page* p) noexcept;
 void put_page(page* p) noexcept;
 int page_ref_count(const page* p) noexcept;
+// A reference unless the count has already dropped to zero (the page is
+// being freed): what a lockless lookup takes under RCU before it rechecks
+// that the page is still where it found it (brd_lookup_page).
+bool get_page_unless_zero(page* p) noexcept;
 
 // The head of the compound page that holds p (p itself when p is not part of
 // one), and a compound page's order (0 for anything else, as the kernel's).

@@ -374,4 +374,45 @@ inline void iov_iter_restore(iov_iter* i, const iov_iter_state* state) {
     i->nr_segs = state->nr_segs;
 }
 
+// --- npages with a byte cap, and the gap alignment (uio.h, lib/iov_iter.c) ------
+
+// iov_iter_npages() of the first max_bytes only; the count is restored after.
+inline int iov_iter_npages_cap(iov_iter* i, int maxpages, size_t max_bytes) {
+  size_t shorted = 0;
+  if (iov_iter_count(i) > max_bytes) {
+    shorted = iov_iter_count(i) - max_bytes;
+    iov_iter_truncate(i, max_bytes);
+  }
+  int npages = iov_iter_npages(i, maxpages);
+  if (shorted)
+    iov_iter_reexpand(i, iov_iter_count(i) + shorted);
+  return npages;
+}
+
+// The OR of every gap between consecutive non-empty iovecs (each start with
+// the previous end), from the current segment on and ignoring iov_offset, as
+// the kernel's; 0 for UBUF. Other types are the kernel's WARN_ON: ~0U, and
+// no abort.
+inline unsigned long iov_iter_gap_alignment(const iov_iter* i) {
+  if (iter_is_ubuf(i))
+    return 0;
+  if (IOV_UNLIKELY(!iter_is_iovec(i)))
+    return ~0U;
+  unsigned long res = 0, v = 0;
+  size_t size = i->count;
+  for (unsigned long k = 0; k < i->nr_segs; k++) {
+    const ::iovec* iov = i->iov + k;
+    if (iov->iov_len) {
+      unsigned long base = reinterpret_cast<unsigned long>(iov->iov_base);
+      if (v)  // not the first: this start | the previous end
+        res |= base | v;
+      v = base + iov->iov_len;
+      if (size <= iov->iov_len)
+        break;
+      size -= iov->iov_len;
+    }
+  }
+  return res;
+}
+
 }  // namespace iov

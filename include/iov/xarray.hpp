@@ -14,6 +14,9 @@
 //   unsigned long i; void* e;
 //   xa_for_each(&pages, i, e) use(i, e);
 //
+// Functions that return an entry return a void_ptr, which converts to any
+// pointer as C's void* does: `struct page *page = iov::xa_load(&xa, i);`.
+//
 // Differences from the kernel: no marks, no multi-index entries and no
 // reserved (zero) entries. Entries are pointers with their two low bits
 // clear or value entries (xa_mk_value); an internal entry (low bits 10) is
@@ -30,6 +33,7 @@
 #include "iov/config.hpp"
 #include "iov/page.hpp"
 #include "iov/rcu.hpp"
+#include "iov/void_ptr.hpp"
 
 namespace iov {
 
@@ -99,9 +103,9 @@ struct xarray {
   std::mutex xa_lock;                                // serializes stores and erases
 
   // C++ layer: the same operations as the free functions below.
-  void* load(unsigned long index) const;
-  void* store(unsigned long index, void* entry);  // old entry, or an error entry
-  void* erase(unsigned long index);               // old entry
+  void_ptr load(unsigned long index) const;
+  void_ptr store(unsigned long index, void* entry);  // old entry, or an error entry
+  void_ptr erase(unsigned long index);               // old entry
   bool empty() const { return xa_head.load(std::memory_order_acquire) == nullptr; }
   unsigned long size() const { return nr_entries.load(std::memory_order_relaxed); }
   // f(unsigned long index, void* entry) for each entry in [first, last] in
@@ -143,7 +147,7 @@ void xa_destroy(xarray* xa);
 inline void xa_init(xarray* xa) { xa_destroy(xa); }
 
 // The entry at index, or nullptr. Never allocates, never blocks.
-IOV_ALWAYS_INLINE void* xa_load(xarray* xa, unsigned long index) {
+IOV_ALWAYS_INLINE void_ptr xa_load(xarray* xa, unsigned long index) {
   rcu_read_guard guard;
   return internal::xa_load_rcu(xa, index);
 }
@@ -151,12 +155,12 @@ IOV_ALWAYS_INLINE void* xa_load(xarray* xa, unsigned long index) {
 // Stores entry at index and returns the old entry; storing nullptr erases.
 // On failure returns an error entry (xa_err: -ENOMEM when a node cannot be
 // allocated, -EINVAL for an internal entry) and leaves the array unchanged.
-void* xa_store(xarray* xa, unsigned long index, void* entry, gfp_t gfp = GFP_KERNEL);
+void_ptr xa_store(xarray* xa, unsigned long index, void* entry, gfp_t gfp = GFP_KERNEL);
 // Removes the entry at index and returns it (nullptr if there was none).
-void* xa_erase(xarray* xa, unsigned long index);
+void_ptr xa_erase(xarray* xa, unsigned long index);
 // Stores entry only if the current entry is old; returns the current entry
 // (== old on success) or an error entry.
-void* xa_cmpxchg(xarray* xa, unsigned long index, void* old, void* entry, gfp_t gfp = GFP_KERNEL);
+void_ptr xa_cmpxchg(xarray* xa, unsigned long index, void* old, void* entry, gfp_t gfp = GFP_KERNEL);
 // Stores entry only where there is none: 0, -EBUSY if occupied, -ENOMEM, -EINVAL.
 int xa_insert(xarray* xa, unsigned long index, void* entry, gfp_t gfp = GFP_KERNEL);
 
@@ -166,9 +170,9 @@ inline unsigned long xa_count(const xarray* xa) { return xa->size(); }
 
 // The present entry with the lowest index in [*indexp, max]: stores its index
 // in *indexp and returns it, or returns nullptr and leaves *indexp alone.
-void* xa_find(xarray* xa, unsigned long* indexp, unsigned long max, xa_mark_t filter = XA_PRESENT);
+void_ptr xa_find(xarray* xa, unsigned long* indexp, unsigned long max, xa_mark_t filter = XA_PRESENT);
 // As xa_find, for indices in (*indexp, max].
-void* xa_find_after(xarray* xa, unsigned long* indexp, unsigned long max, xa_mark_t filter = XA_PRESENT);
+void_ptr xa_find_after(xarray* xa, unsigned long* indexp, unsigned long max, xa_mark_t filter = XA_PRESENT);
 
 // The kernel's advanced API, for walks over consecutive indices: an xa_state
 // remembers the leaf of its index, so xas_next() within a leaf is one load.
@@ -187,13 +191,13 @@ struct xa_state {
 };
 #define XA_STATE(name, array, index) ::iov::xa_state name = {(array), (index), nullptr}
 
-IOV_ALWAYS_INLINE void* xas_load(xa_state* xas) {
+IOV_ALWAYS_INLINE void_ptr xas_load(xa_state* xas) {
   if (xas->xa_node)
     return xas->xa_node->slots[xas->xa_index & XA_CHUNK_MASK].load(std::memory_order_acquire);
   return internal::xa_walk(xas->xa, xas->xa_index, &xas->xa_node);
 }
 // Moves to the next index (ULONG_MAX wraps to 0, as the kernel's) and loads it.
-IOV_ALWAYS_INLINE void* xas_next(xa_state* xas) {
+IOV_ALWAYS_INLINE void_ptr xas_next(xa_state* xas) {
   if ((++xas->xa_index & XA_CHUNK_MASK) == 0) xas->xa_node = nullptr;  // into the next leaf
   return xas_load(xas);
 }
@@ -205,12 +209,37 @@ inline void xas_reset(xa_state* xas) { xas->xa_node = nullptr; }
 // No retry entries here: a walk never has to restart.
 inline bool xas_retry(xa_state*, const void*) { return false; }
 
-inline void* xarray::load(unsigned long index) const {
+// --- The locked API: xa_lock() and the __xa_*() calls made under it --------------
+
+// The kernel's xa_lock is a spinlock taken with the xa_lock()/xa_unlock()
+// macros; here it is the xarray's mutex (the xa_lock member), and there are no
+// interrupts or softirqs to exclude, so the _irq and _bh forms are the same.
+inline void xa_lock(xarray* xa) { xa->xa_lock.lock(); }
+inline void xa_unlock(xarray* xa) { xa->xa_lock.unlock(); }
+inline void xa_lock_irq(xarray* xa) { xa_lock(xa); }
+inline void xa_unlock_irq(xarray* xa) { xa_unlock(xa); }
+inline void xa_lock_bh(xarray* xa) { xa_lock(xa); }
+inline void xa_unlock_bh(xarray* xa) { xa_unlock(xa); }
+
+// xa_store(), xa_erase(), xa_cmpxchg() and xa_insert() for a caller that
+// holds xa_lock (which they never drop: nodes are allocated under it). The
+// kernel's names: "__" identifiers are reserved in C++, accepted here for
+// source compatibility (docs/api-contract.md).
+void_ptr __xa_store(xarray* xa, unsigned long index, void* entry, gfp_t gfp);
+void_ptr __xa_erase(xarray* xa, unsigned long index);
+void_ptr __xa_cmpxchg(xarray* xa, unsigned long index, void* old, void* entry, gfp_t gfp);
+int __xa_insert(xarray* xa, unsigned long index, void* entry, gfp_t gfp);
+
+// The entry at the state's index again (after an xas_load() that found its
+// leaf, one load), for a caller that must check an entry has not changed.
+IOV_ALWAYS_INLINE void_ptr xas_reload(xa_state* xas) { return xas_load(xas); }
+
+inline void_ptr xarray::load(unsigned long index) const {
   rcu_read_guard guard;
   return internal::xa_load_rcu(this, index);
 }
-inline void* xarray::store(unsigned long index, void* entry) { return xa_store(this, index, entry); }
-inline void* xarray::erase(unsigned long index) { return xa_erase(this, index); }
+inline void_ptr xarray::store(unsigned long index, void* entry) { return xa_store(this, index, entry); }
+inline void_ptr xarray::erase(unsigned long index) { return xa_erase(this, index); }
 
 template <class F>
 void xarray::for_each_range(unsigned long first, unsigned long last, F&& f) {
@@ -226,7 +255,8 @@ void xarray::for_each_range(unsigned long first, unsigned long last, F&& f) {
 
 }  // namespace iov
 
-// The kernel's walks: `index` (unsigned long) and `entry` (void*) are the
+// The kernel's walks: `index` (unsigned long) and `entry` (void*, or any
+// pointer to what the entries are, as C allows: `struct page *page;`) are the
 // caller's variables. Each step is an xa_find_after, in its own read-side
 // section, so the body may store and erase.
 #define xa_for_each_range(xa, index, entry, start, last)                              \

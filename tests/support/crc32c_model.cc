@@ -106,7 +106,7 @@ void layout::init(iov::iov_iter* it, unsigned dir) const {
                                 static_cast<unsigned>(folioq_->folioq_offset()), total_);
       break;
     case Kind::xarray: iov::iov_iter_xarray(it, dir, xa_.get(), xa_start_, total_); break;
-    case Kind::discard: iov::iov_iter_discard(it, dir, total_); break;
+    case Kind::discard: iov::iov_iter_discard(it, iov::ITER_DEST, total_); break;  // never ITER_SOURCE
   }
 }
 

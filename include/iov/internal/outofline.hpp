@@ -39,6 +39,12 @@ inline size_t iov_iter_zero(size_t bytes, iov_iter* i) { return internal::iov_it
 inline size_t copy_from_iter_nocache(void* addr, size_t bytes, iov_iter* i) {
   return internal::copy_from_iter_nocache<generic_walk>(addr, bytes, i);
 }
+inline bool copy_from_iter_full_nocache(void* addr, size_t bytes, iov_iter* i) {
+  return internal::copy_from_iter_full_nocache<generic_walk>(addr, bytes, i);
+}
+inline size_t copy_page_to_iter_nofault(page* pg, unsigned offset, size_t bytes, iov_iter* i) {
+  return internal::copy_page_to_iter_nofault<generic_walk>(pg, offset, bytes, i);
+}
 inline size_t crc32c_iter(iov_iter* i, size_t bytes, uint32_t* crc) {
   return internal::crc32c_iter<generic_walk>(i, bytes, crc);
 }
