@@ -8,6 +8,8 @@
 
 #include <cstddef>
 
+#include "iov/config.hpp"
+
 namespace iov {
 
 struct folio;
