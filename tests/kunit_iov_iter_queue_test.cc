@@ -29,24 +29,7 @@ using namespace iov_test;  // NOLINT
 constexpr size_t kBufSize = 0x100000;
 constexpr size_t kNPages = kBufSize / PAGE_SIZE;
 
-class IovKunitQueue : public ::testing::Test {
- protected:
-  void TearDown() override { test_.release(); }
-
-  kunit test_;
-  kunit* const test = &test_;
-};
-
-enum class frames { contiguous, scattered };
-
-page** iov_kunit_create_pages(kunit* test, size_t npages, frames how) {
-  page** pages;
-  if (how == frames::contiguous)
-    iov_kunit_create_buffer(test, &pages, npages);
-  else
-    iov_kunit_create_scattered_buffer(test, &pages, npages);
-  return pages;
-}
+using IovKunitQueue = kunit_fixture;  // support/kunit_layouts.hpp
 
 // ---- ITER_BVECQ ----
 

@@ -34,27 +34,7 @@ using namespace iov_test;  // NOLINT
 constexpr size_t kBufSize = 0x100000;
 constexpr size_t kNPages = kBufSize / PAGE_SIZE;
 
-// Every case allocates through `test`; TearDown frees all of it, so that
-// ASan/LSan see every page, array and xarray go.
-class IovKunit : public ::testing::Test {
- protected:
-  void TearDown() override { test_.release(); }
-
-  kunit test_;
-  kunit* const test = &test_;
-};
-
-// Where the frames of the bvec and xarray cases come from.
-enum class frames { contiguous, scattered };
-
-page** iov_kunit_create_pages(kunit* test, size_t npages, frames how) {
-  page** pages;
-  if (how == frames::contiguous)
-    iov_kunit_create_buffer(test, &pages, npages);
-  else
-    iov_kunit_create_scattered_buffer(test, &pages, npages);
-  return pages;
-}
+using IovKunit = kunit_fixture;  // support/kunit_layouts.hpp
 
 void fill_pattern(const iov_kunit_pages& buffer, size_t bufsize) {
   for (size_t i = 0; i < bufsize; i++) buffer[i] = pattern(i);

@@ -163,6 +163,29 @@ inline void iov_kunit_create_scattered_buffer(kunit* test, page*** ppages, size_
   for (size_t i = 0; i < npages / 4; i++) std::swap(pages[i], pages[i + npages / 2]);
 }
 
+// Where the frames of a bvec, queue or xarray case come from.
+enum class frames { contiguous, scattered };
+
+inline page** iov_kunit_create_pages(kunit* test, size_t npages, frames how) {
+  page** pages;
+  if (how == frames::contiguous)
+    iov_kunit_create_buffer(test, &pages, npages);
+  else
+    iov_kunit_create_scattered_buffer(test, &pages, npages);
+  return pages;
+}
+
+// The fixture of the kunit ports: every case allocates through `test`, and
+// TearDown frees all of it, so that ASan/LSan see every page, array and
+// xarray go.
+class kunit_fixture : public ::testing::Test {
+ protected:
+  void TearDown() override { test_.release(); }
+
+  kunit test_;
+  kunit* const test = &test_;
+};
+
 // Byte i of the frames pages[0], pages[1], ... in that order: what the
 // kernel's vmap() of a page array shows, whether or not the frames are
 // contiguous.
