@@ -41,9 +41,10 @@ struct ramdisk {
 
 /*
  * Find the page at idx and take a reference on it, or return NULL.
- * The xarray holds one reference per page; a discard drops it under
- * xa_lock, so a lookup that sees a zero count, or finds the slot changed
- * after taking its reference, starts over.
+ * The xarray holds one reference per page; a discard erases the entry
+ * under xa_lock and then drops that reference, so a lookup that sees a
+ * zero count, or finds the slot changed after taking its reference,
+ * starts over.
  */
 static struct iov::page *rd_find_page(struct ramdisk *rd, iov::pgoff_t idx)
 {
@@ -109,7 +110,8 @@ static struct iov::page *rd_add_page(struct ramdisk *rd, iov::pgoff_t idx, iov::
 static int rd_copy_segment(struct ramdisk *rd, const struct iov::bio_vec *bv, u64 pos, blk_opf_t opf)
 {
 	bool write = op_is_write(opf);
-	iov::gfp_t gfp = (opf & REQ_NOWAIT) ? iov::GFP_NOWAIT : iov::GFP_NOIO;
+	/* a REQ_NOWAIT caller gets BLK_STS_AGAIN rather than waiting for memory */
+	iov::gfp_t gfp = opf & REQ_NOWAIT ? iov::GFP_NOWAIT : iov::GFP_NOIO;
 	struct iov::bio_vec piece;
 	struct iov::page *page;
 	u32 done, off, len;
