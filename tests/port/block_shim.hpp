@@ -1,8 +1,8 @@
 // block_shim.hpp: the few block-layer and kernel.h names a block driver's
 // request path uses that iov does not model (struct bio and its disk, the
-// request flags, min_t/round_up), so that a driver's code compiles as the
-// kernel's with iov:: in front of the names iov provides. Test-local: the
-// smallest shapes the ported code touches, nothing more.
+// request flags, bio_for_each_segment, min_t/round_up), so that driver code
+// written in the kernel's C style compiles with iov:: in front of the names
+// iov provides. Test-local: the smallest shapes the tests touch, nothing more.
 #pragma once
 
 #include <cerrno>
@@ -33,7 +33,7 @@ inline bool op_is_discard(blk_opf_t op) { return (op & REQ_OP_MASK) == REQ_OP_DI
 inline constexpr blk_status_t BLK_STS_OK = 0, BLK_STS_IOERR = 10, BLK_STS_AGAIN = 12;
 
 // private_data is a void* that converts as C's does, so the driver's
-// `struct brd_device *brd = ...->private_data;` needs no cast.
+// `struct ramdisk *rd = ...->private_data;` needs no cast.
 struct gendisk {
   iov::void_ptr private_data;
 };
@@ -55,6 +55,12 @@ inline void bio_advance_iter_single(const bio* b, iov::bvec_iter* iter, unsigned
   iter->bi_sector += bytes >> 9;
   iov::bvec_iter_advance_single(b->bi_io_vec, iter, bytes);
 }
+// bvl takes each single-page segment of the bio; iter is a copy, so the
+// bio's own bi_iter is left as submitted.
+#define bio_for_each_segment(bvl, bio, iter)                                     \
+  for ((iter) = (bio)->bi_iter; (iter).bi_size && (((bvl) = bio_iter_iovec((bio), (iter))), 1); \
+       bio_advance_iter_single((bio), &(iter), (bvl).bv_len))
+
 inline void bio_endio(bio* b) { b->bi_ended = true; }
 inline void bio_io_error(bio* b) {
   b->bi_status = BLK_STS_IOERR;
