@@ -183,6 +183,56 @@ int write(brd* brd, blk_request& rq) {
   return 0;
 }
 
+// Whole pages stored as they are (blkdev::replace_pages): each xa_store is
+// one atomic switch from the old page to the new, the old freed after a
+// grace period. With a page budget the pages the device lacks are charged
+// first, so that -ENOSPC changes nothing; a page another writer inserts or
+// a discard erases meanwhile is settled after. With zero detection, a page
+// of zeros is handled as write() handles one.
+int replace(brd* brd, pgoff_t index, page** pages, unsigned nr, const char** why) {
+  const detect_zeroes dz = brd->config.detect_zeroes;
+  auto is_zero = [&](unsigned i) { return dz != detect_zeroes::off && mem_is_zero(page_address(pages[i]), PAGE_SIZE); };
+  uint64_t reserved = 0;
+  if (brd->config.max_pages) {
+    for (unsigned i = 0; i < nr; i++) reserved += !xa_load(&brd->brd_pages, index + i) && !is_zero(i);
+    if (!charge(brd, reserved)) {
+      for (unsigned i = 0; i < nr; i++) free_page(pages[i]);
+      *why = "brd: the write would exceed max_pages";
+      return -ENOSPC;
+    }
+  }
+  int err = 0;
+  uint64_t added = 0;
+  for (unsigned i = 0; i < nr; i++) {
+    const unsigned long idx = index + i;
+    if (!err && is_zero(i)) {
+      if (dz == detect_zeroes::unmap) free_page_at(brd, idx);
+      if (dz == detect_zeroes::unmap || !xa_load(&brd->brd_pages, idx)) {
+        free_page(pages[i]);  // nothing to store: a hole reads as zeros
+        continue;
+      }
+    }
+    void* old = err ? nullptr : static_cast<void*>(xa_store(&brd->brd_pages, idx, pages[i], GFP_NOIO));
+    if (err || xa_is_err(old)) {
+      free_page(pages[i]);  // never visible
+      if (!err) err = xa_err(old);
+      continue;
+    }
+    if (old)
+      free_page_rcu(static_cast<page*>(old));
+    else
+      added++;
+  }
+  brd->brd_nr_pages.fetch_add(added, std::memory_order_relaxed);
+  // committed counts stored pages: settle what was reserved against what was added.
+  if (added > reserved)
+    brd->committed.fetch_add(added - reserved, std::memory_order_relaxed);
+  else
+    uncharge(brd, reserved - added);
+  if (err) *why = "brd: out of memory for the page index";
+  return err;
+}
+
 // brd_do_discard: only the whole pages of the range are freed.
 void discard(brd* brd, sector_t sector, sector_t nr_sectors) {
   sector_t first = (sector + PAGE_SECTORS - 1) & ~(PAGE_SECTORS - 1);
@@ -302,6 +352,10 @@ int brd_device::do_lend_pages(sector_t sector, sector_t nr_sectors, std::vector<
     return true;
   });
   return 0;
+}
+
+int brd_device::do_replace_pages(pgoff_t index, page** pages, unsigned nr, const char** why) {
+  return drivers::internal::replace(brd_.get(), index, pages, nr, why);
 }
 
 // --- Setup ---------------------------------------------------------------

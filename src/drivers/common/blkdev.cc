@@ -127,6 +127,24 @@ int blkdev::lend_pages(sector_t sector, sector_t nr_sectors, blk_lease* lease, c
   return do_lend_pages(sector, nr_sectors, &lease->pieces_, w);
 }
 
+int blkdev::replace_pages(pgoff_t index, page** pages, unsigned nr, const char** why) {
+  const char* ignored;
+  const char** w = why ? why : &ignored;
+  const sector_t per_page = PAGE_SIZE >> SECTOR_SHIFT;
+  if (index > capacity_ / per_page || nr > capacity_ / per_page - index) {
+    for (unsigned i = 0; i < nr; i++) free_page(pages[i]);
+    *w = "pages beyond the end of the device";
+    return -EINVAL;
+  }
+  return nr ? do_replace_pages(index, pages, nr, w) : 0;
+}
+
+int blkdev::do_replace_pages(pgoff_t, page** pages, unsigned nr, const char** why) {
+  for (unsigned i = 0; i < nr; i++) free_page(pages[i]);
+  *why = "this device cannot take pages whole";
+  return -EOPNOTSUPP;
+}
+
 void blk_lease::hold() {
   if (!held_) rcu_read_lock();
   held_ = true;

@@ -216,6 +216,18 @@ class blkdev {
   // write may show through, as in a READ racing it. -EOPNOTSUPP where the
   // device cannot lend (the caller then READs into a buffer of its own).
   int lend_pages(sector_t sector, sector_t nr_sectors, blk_lease* lease, const char** why = nullptr);
+  // Stores whole pages without copying them (a server that received a
+  // WRITE's payload straight into pages of its own): pages[i] becomes the
+  // device's page at byte offset (index + i) << PAGE_SHIFT, and the page it
+  // replaces is freed once no reader can hold it, so that a concurrent READ
+  // or lent page sees the whole old page or the whole new one. The pages
+  // must come from alloc_page() and be the caller's alone; the device takes
+  // them whatever the outcome (stored, or freed). The device's rules for a
+  // WRITE hold (page budget, zero detection). 0, or -errno as a WRITE of the
+  // range would fail: -ENOSPC with nothing changed; -ENOMEM with a prefix
+  // stored. -EOPNOTSUPP (the pages freed) where can_replace_pages() is false.
+  int replace_pages(pgoff_t index, page** pages, unsigned nr, const char** why = nullptr);
+  virtual bool can_replace_pages() const { return false; }
   // Appends up to nr_zones zones from the one holding `sector` on; returns how
   // many, or -EOPNOTSUPP on a device that is not zoned.
   virtual int report_zones(sector_t sector, unsigned nr_zones, std::vector<blk_zone>* out);
@@ -239,6 +251,8 @@ class blkdev {
     *why = "this device cannot lend its pages";
     return -EOPNOTSUPP;
   }
+  // After the range has been checked; takes the pages in every case.
+  virtual int do_replace_pages(pgoff_t, page** pages, unsigned nr, const char** why);
 
  private:
   sector_t capacity_;

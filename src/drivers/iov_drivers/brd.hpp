@@ -55,6 +55,7 @@ class brd_device final : public blkdev {
 
   int submit(blk_request& rq) override;
   const char* name() const override { return "brd"; }
+  bool can_replace_pages() const override { return true; }
   uint64_t nr_pages() const override;
   const brd_config& config() const;
 
@@ -66,6 +67,7 @@ class brd_device final : public blkdev {
   int do_map_extents(sector_t sector, sector_t nr_sectors, std::vector<blk_extent>* out,
                      const char** why) override;
   int do_lend_pages(sector_t sector, sector_t nr_sectors, std::vector<::iovec>* out, const char** why) override;
+  int do_replace_pages(pgoff_t index, page** pages, unsigned nr, const char** why) override;
 
  private:
   explicit brd_device(const brd_config& config);

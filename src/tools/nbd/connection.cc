@@ -217,6 +217,8 @@ connection::io connection::fill() {
   const bool empty = available() == 0;
   if (empty)
     in_head_ = in_tail_ = 0;
+  if (phase_ == phase::payload && pages_.active() && empty)
+    return fill_pages();
   const bool direct = phase_ == phase::payload && payload_ && empty;
   void* dst = direct ? static_cast<void*>(static_cast<char*>(payload_) + payload_received_) : in_.get() + in_tail_;
   const size_t room = direct ? pending_.length - payload_received_ : kInputBuffer - in_tail_;
@@ -244,6 +246,31 @@ connection::io connection::fill() {
   else
     in_tail_ += static_cast<size_t>(n);
   moved(static_cast<size_t>(n));
+  return io::done;
+}
+
+// A payload's bytes straight into the pages the device will keep: as many
+// as the socket has, over as many pages as one recvmsg takes.
+connection::io connection::fill_pages() {
+  iov_iter* rest = pages_.rest();
+  size_t n = 0;
+  if (tls_) {
+    ::iovec first;
+    if (!iov_iter_to_iovecs(rest, &first, 1, iov_iter_count(rest)))
+      return io::error;
+    if (io r = tls_fill(first.iov_base, first.iov_len, &n); r != io::done)
+      return r;
+    iov_iter_advance(rest, n);
+  } else {
+    const ssize_t got = recv_iter(fd_, rest);  // advances rest
+    if (got == -EAGAIN)
+      return io::again;
+    if (got <= 0)
+      return got == 0 ? io::eof : io::error;
+    n = static_cast<size_t>(got);
+  }
+  payload_received_ += n;
+  moved(n);
   return io::done;
 }
 

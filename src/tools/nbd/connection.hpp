@@ -15,8 +15,10 @@
 //     a time and lent again for the next (brd), or read a window
 //     (kReadWindow) at a time into its own window buffer (null_blk);
 //   - a WRITE payload above kInlinePayload only once the shared budget
-//     (budget.hpp) has reserved it whole; its memory is mapped then, and
-//     filled (so allocated) as the bytes arrive.
+//     (budget.hpp) has reserved it whole; its memory is allocated then:
+//     pages the device will keep (page_payload.hpp), received into
+//     directly, or, for a device that copies, a mapping filled (so
+//     allocated) as the bytes arrive.
 //
 //   connection c(fd, ctx, loop, now);
 //   switch (c.run(now)) { case connection::next::wait: ...; case connection::next::close: ... }
@@ -30,6 +32,7 @@
 #include "iov_drivers/blkdev.hpp"
 #include "nbd/budget.hpp"
 #include "nbd/config.hpp"
+#include "nbd/page_payload.hpp"
 #include "nbd/protocol.hpp"
 #include "nbd/tls.hpp"
 
@@ -45,6 +48,7 @@ struct context {
   payload_budget& budget;
   uint32_t max_payload;  // max_payload(limits)
   bool lends;            // the device lends its pages (blkdev::lend_pages)
+  bool replaces;         // it takes a WRITE's whole pages (blkdev::replace_pages)
   tls_mode tls;          // off unless credentials are loaded
   const tls_credentials* credentials;
 };
@@ -141,6 +145,8 @@ class connection {
   uint32_t refusal(const request& rq, const char** message) const;
   void handle_request(const request& rq, const void* payload);
   void handle_write(const request& rq, const void* payload);
+  void commit_pages(const request& rq);
+  io fill_pages();
   void handle_write_zeroes(const request& rq);
   void queue_read(const request& rq);
   size_t read_runs(const request& rq);
@@ -200,10 +206,12 @@ class connection {
   std::vector<read_run> runs_;
   std::vector<blk_extent> extents_;
 
-  // A WRITE whose payload is above kInlinePayload, being received.
+  // A WRITE whose payload is above kInlinePayload, being received: into
+  // pages_ when the device takes whole pages, else into payload_.
   request pending_{};
   uint64_t payload_received_ = 0;
   void* payload_ = nullptr;         // mmap()ed when the reservation is granted; nullptr: drained
+  page_payload pages_;              // also an inline WRITE's, for the moment of its copy
   uint32_t payload_error_ = 0;      // the reply once drained (refused, no memory)
   const char* payload_message_ = nullptr;
   bool parked_ = false;

@@ -99,7 +99,11 @@ connection::step connection::continue_payload() {
       return step::park;
     parked_ = false;
   }
-  if (!payload_error_ && !payload_) {
+  if (!payload_error_ && !payload_ && !pages_.active() && ctx_.replaces &&
+      !pages_.prepare(pending_.offset, pending_.length))
+    log_event(event::no_memory, "no pages for a %llu-byte WRITE payload: received into a mapping",
+              static_cast<unsigned long long>(pending_.length));
+  if (!payload_error_ && !payload_ && !pages_.active()) {
     // Mapped, not touched: pages come as the bytes arrive.
     void* p = mmap(nullptr, pending_.length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                    -1, 0);
@@ -114,7 +118,9 @@ connection::step connection::continue_payload() {
     }
   }
   const uint64_t take = std::min<uint64_t>(available(), pending_.length - payload_received_);
-  if (payload_)
+  if (pages_.active())
+    copy_to_iter(input(), take, pages_.rest());
+  else if (payload_)
     std::memcpy(static_cast<char*>(payload_) + payload_received_, input(), take);
   consume(take);
   payload_received_ += take;
@@ -128,8 +134,11 @@ void connection::finish_payload() {
   phase_ = phase::requests;
   if (payload_error_)
     reply_error(pending_, payload_error_, payload_message_);
+  else if (pages_.active())
+    commit_pages(pending_);
   else
     handle_write(pending_, payload_);
+  pages_.reset();
   if (payload_)
     munmap(payload_, pending_.length);
   payload_ = nullptr;
@@ -245,13 +254,27 @@ bool connection::submit_or_reply(const request& rq, blk_request& br, const char*
   return false;
 }
 
+// One copy from the input buffer, into pages the device keeps whole where it
+// takes them (so that a concurrent READ never sees half of this WRITE in a
+// page), else into its own pages.
 void connection::handle_write(const request& rq, const void* payload) {
+  if (ctx_.replaces && pages_.prepare(rq.offset, rq.length)) {
+    copy_to_iter(payload, rq.length, pages_.rest());
+    return commit_pages(rq);
+  }
   iov_iter it;
   iov_iter_ubuf(&it, ITER_SOURCE, const_cast<void*>(payload), rq.length);
   blk_request br{.op = REQ_OP_WRITE, .flags = rq.flags & NBD_CMD_FLAG_FUA ? REQ_FUA : 0u,
                  .sector = rq.offset >> SECTOR_SHIFT, .iter = &it};
   if (submit_or_reply(rq, br, "write failed"))
     reply_ok(rq);
+}
+
+void connection::commit_pages(const request& rq) {
+  const char* why = nullptr;
+  if (const int err = pages_.commit(ctx_.dev, rq.flags & NBD_CMD_FLAG_FUA ? REQ_FUA : 0u, &why))
+    return reply_error(rq, nbd_errno(err), why ? why : "write failed");
+  reply_ok(rq);
 }
 
 // Native on both drivers: brd frees or clears pages, null_blk unstores or

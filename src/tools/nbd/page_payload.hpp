@@ -1,0 +1,54 @@
+// page_payload.hpp: a WRITE's payload received into pages of its own, for a
+// device that takes whole pages (blkdev::replace_pages). The bytes land once,
+// in the pages the device keeps: no second copy from a receive buffer, and a
+// concurrent READ sees each 4 KiB page whole, old or new. The partial pages
+// at the ends of an unaligned range are written with a copy. Nothing reaches
+// the device before commit(), so a client gone mid-WRITE changes nothing.
+//
+//   page_payload p;
+//   if (p.prepare(offset, length)) {
+//     recv_iter(fd, p.rest());                 // or copy_to_iter(buf, n, p.rest())
+//     if (iov_iter_count(p.rest()) == 0) err = p.commit(dev, REQ_FUA, &why);
+//   }
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "iov/bvec.hpp"
+#include "iov/iov_iter.hpp"
+#include "iov_drivers/blkdev.hpp"
+
+namespace iov::nbd {
+
+class page_payload {
+ public:
+  page_payload() = default;
+  ~page_payload() { reset(); }
+  page_payload(const page_payload&) = delete;
+  page_payload& operator=(const page_payload&) = delete;
+
+  // Pages for `length` bytes to be written at byte `offset` of the device;
+  // false (holding nothing) when the allocator has none to give.
+  bool prepare(uint64_t offset, uint64_t length);
+  bool active() const { return !pieces_.empty(); }
+  // The part still to be received; advanced by whoever fills it.
+  iov_iter* rest() { return &rest_; }
+  // Writes the payload (all of it received) to the device: the partial page
+  // at the start, the whole pages handed over, the partial page at the end.
+  // 0 or the device's -errno with *why. Holds nothing afterwards.
+  int commit(blkdev& dev, unsigned rq_flags, const char** why);
+  // Frees what was not handed over; keeps the capacity for the next WRITE.
+  void reset();
+
+ private:
+  int write_piece(blkdev& dev, unsigned rq_flags, uint64_t offset, const bio_vec& bv, const char** why);
+
+  std::vector<bio_vec> pieces_;  // [head] whole pages... [tail], in payload order
+  std::vector<page*> whole_;     // the whole pages, for replace_pages
+  iov_iter rest_{};
+  uint64_t offset_ = 0;
+  unsigned head_ = 0, tail_ = 0;  // bytes of the partial pieces (0: none)
+};
+
+}  // namespace iov::nbd
