@@ -167,6 +167,8 @@ void rcu_barrier() noexcept {
   tsan_acquire(callbacks_ran_addr());
 }
 
+void rcu_start_callback_thread() noexcept { (void)urcu_bp_get_default_call_rcu_data(); }
+
 void call_rcu(iov::rcu_head* head, void (*func)(iov::rcu_head*)) noexcept {
   register_exit_barrier();
   head->func = func;

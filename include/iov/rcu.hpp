@@ -58,6 +58,13 @@ void synchronize_rcu() noexcept;
 // frees) has run. Tests call it before counting what was freed.
 void rcu_barrier() noexcept;
 
+// Starts the thread that runs call_rcu() callbacks (and the deferred frees)
+// now rather than at the first call_rcu(): liburcu ends the process when it
+// cannot create that thread, so a program that will free after grace
+// periods makes it while it starts, not when memory or threads run short
+// (user space only; the devices call it when they are made).
+void rcu_start_callback_thread() noexcept;
+
 // Embed one in an object to free it with call_rcu(), as in the kernel
 // (struct callback_head). `node` belongs to liburcu while the callback is pending.
 struct rcu_head {

@@ -101,7 +101,7 @@ connection::step connection::continue_payload() {
   }
   if (!payload_error_ && !payload_ && !pages_.active() && ctx_.replaces &&
       !pages_.prepare(pending_.offset, pending_.length))
-    log_event(event::no_memory, "no pages for a %llu-byte WRITE payload: received into a mapping",
+    log_event(event::no_memory, "out of memory for the pages of a %llu-byte WRITE payload: received into a mapping",
               static_cast<unsigned long long>(pending_.length));
   if (!payload_error_ && !payload_ && !pages_.active()) {
     // Mapped, not touched: pages come as the bytes arrive.
