@@ -37,12 +37,16 @@ iov_build() {
   (cd "$IOV_ROOT" && cmake --build --preset "$preset" -j "$IOV_JOBS" "$@")
 }
 
-# iov_build_keep_going PRESET: builds all it can past a failing target, so
-# the tests that do build still run; fails if anything failed.
+# iov_build_keep_going PRESET [TARGET...]: builds all it can (or the targets)
+# past a failing target, so the tests that do build still run; fails if
+# anything failed.
 iov_build_keep_going() {
   local preset=$1 keep=(-k)
+  shift
   [[ "$(iov_generator "$IOV_ROOT/build/$preset")" == Ninja ]] && keep=(-k 0)
-  iov_build "$preset" -- "${keep[@]}"
+  local targets=()
+  (( $# )) && targets=(--target "$@")
+  iov_build "$preset" "${targets[@]}" -- "${keep[@]}"
 }
 
 # iov_cache_value BUILD_DIR VAR: a variable's value in a configured tree.
