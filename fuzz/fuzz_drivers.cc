@@ -6,7 +6,8 @@
 // hole), the bytes a read returns (zeros where nothing is stored, 0xFF past a
 // zone's write pointer), what a write, discard or write-zeroes leaves, the
 // zones' conditions and write pointers, brd's page count and budget, and the
-// crc32c and extent-map services. The copy and iteration modes change at
+// crc32c and extent-map services; and whole pages handed to brd with
+// replace_pages (its budget, zero detection and bounds; null_blk refusing). The copy and iteration modes change at
 // random between requests. Not modelled, so left off: null_blk's zone_max_open,
 // zone_max_active and max_pages, and null_blk writes torn by an XARRAY hole.
 //
@@ -15,6 +16,7 @@
 //   IOV_FUZZ_TRACE=1 build/fuzz/fuzz/fuzz_drivers crash-...    # replay one input
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -388,6 +390,59 @@ void check_services(disk& d, iov::blkdev& dev, sector_t sector, sector_t nr, uin
   if (d.brd) FUZZ_CHECK(dev.nr_pages() == d.pages());
 }
 
+// Whole pages handed over (blkdev::replace_pages): the same rules as a
+// WRITE of those pages, so the same model; beyond the end (or a partial last
+// page) -EINVAL; null_blk cannot.
+void op_replace(input& in, disk& d, iov::blkdev& dev) {
+  const unsigned nr = in.u8() % 5;
+  const uint64_t cap_pages = d.capacity / (iov::PAGE_SIZE >> iov::SECTOR_SHIFT);
+  const iov::pgoff_t index = in.u8() % 16 ? in.below(cap_pages + 2) : in.u64();
+  std::vector<unsigned char> bytes(nr * iov::PAGE_SIZE);
+  std::vector<iov::page*> pages;
+  for (unsigned k = 0; k < nr; k++) {
+    const uint8_t kind = in.u8();
+    for (size_t b = 0; b < iov::PAGE_SIZE; b++)  // zeros, a zero page with one byte set, or a pattern
+      bytes[k * iov::PAGE_SIZE + b] = kind % 3 == 0 ? 0 : kind % 3 == 1 ? (b == kind % iov::PAGE_SIZE ? kind : 0)
+                                                                         : static_cast<unsigned char>(kind + b * 7);
+    iov::page* pg = iov::alloc_page(iov::GFP_KERNEL);
+    FUZZ_CHECK(pg);
+    std::memcpy(iov::page_address(pg), bytes.data() + k * iov::PAGE_SIZE, iov::PAGE_SIZE);
+    pages.push_back(pg);
+  }
+  auto zero = [&](unsigned k) {
+    return d.dz != iov::detect_zeroes::off &&
+           std::all_of(bytes.begin() + k * iov::PAGE_SIZE, bytes.begin() + (k + 1) * iov::PAGE_SIZE,
+                       [](unsigned char c) { return c == 0; });
+  };
+  int want = 0;
+  if (!d.brd) {
+    want = -EOPNOTSUPP;
+  } else if (index > cap_pages || nr > cap_pages - index) {
+    want = -EINVAL;
+  } else {
+    uint64_t needed = 0;
+    for (unsigned k = 0; k < nr; k++) needed += !d.stored[index + k] && !zero(k);
+    if (d.max_pages && d.pages() + needed > d.max_pages) want = -ENOSPC;
+  }
+  const char* why = nullptr;
+  const int got = dev.replace_pages(index, pages.data(), nr, &why);
+  fuzz::trace("replace_pages %llu + %u: %d (want %d)%s%s", (unsigned long long)index, nr, got, want,
+              why ? ": " : "", why ? why : "");
+  FUZZ_CHECK(got == want && dev.can_replace_pages() == d.brd);
+  if (want || !nr) return;
+  for (unsigned k = 0; k < nr; k++) {
+    const size_t idx = index + k;
+    if (zero(k) && d.dz == iov::detect_zeroes::unmap) {
+      d.unstore(idx);
+    } else if (!zero(k) || d.stored[idx]) {
+      d.stored[idx] = 1;
+      std::copy_n(bytes.begin() + k * iov::PAGE_SIZE, iov::PAGE_SIZE, d.bytes.begin() + idx * iov::PAGE_SIZE);
+    }
+  }
+  const sector_t per_page = iov::PAGE_SIZE >> iov::SECTOR_SHIFT;
+  check_services(d, dev, index * per_page, std::min<sector_t>(nr * per_page, 512), 0);
+}
+
 void op_services(input& in, disk& d, iov::blkdev& dev) {
   sector_t sector = pick_sector(in, d), rest = d.capacity - std::min(sector, d.capacity);
   sector_t nr = in.u8() % 8 == 7 ? rest : in.below(1024);  // the whole rest (slow on MiB zones) now and then
@@ -402,10 +457,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::unique_ptr<iov::blkdev> dev = make_device(in, d);
   FUZZ_CHECK(dev && dev->get_capacity() == d.capacity && dev->limits().logical_block_size == d.lbs);
   for (int n = 0; n < 32 && !in.empty(); n++) {
-    if (in.u8() % 4)
+    const uint8_t op = in.u8() % 8;
+    if (op < 6)
       op_request(in, d, *dev);
-    else
+    else if (op == 6)
       op_services(in, d, *dev);
+    else
+      op_replace(in, d, *dev);
   }
   op_services(in, d, *dev);
   return 0;

@@ -131,6 +131,8 @@ int blkdev::replace_pages(pgoff_t index, page** pages, unsigned nr, const char**
   const char* ignored;
   const char** w = why ? why : &ignored;
   const sector_t per_page = PAGE_SIZE >> SECTOR_SHIFT;
+  if (!can_replace_pages())
+    return do_replace_pages(index, pages, nr, w);  // frees them, says why
   if (index > capacity_ / per_page || nr > capacity_ / per_page - index) {
     for (unsigned i = 0; i < nr; i++) free_page(pages[i]);
     *w = "pages beyond the end of the device";
