@@ -269,7 +269,9 @@ void op_crc_stream(input& in) {
   static const simd_level levels[] = {simd_level::portable, simd_level::avx2, simd_level::avx512};
   const simd_level saved = iov::internal::crc32c_level();
   iov::internal::crc32c_select(levels[in.below(3)]);  // no change where the CPU lacks it
+  const bool saved_wide = iov::internal::crc32c_wide_clmul();
   uint32_t crc0 = in.u32();
+  iov::internal::crc32c_select_wide_clmul(crc0 & 1);  // the avx2 level's two forms
   auto buf = source(in, 4 * fuzz::kMaxSeg);
   std::vector<unsigned char> fed, dst(buf.size(), 0xa5);
   iov::crc32c_state st;
@@ -301,6 +303,7 @@ void op_crc_stream(input& in) {
   }
   FUZZ_CHECK(iov::crc32c_final(&st) == fuzz::crc32c_bitwise(crc0, fed.data(), fed.size()));
   iov::internal::crc32c_select(saved);
+  iov::internal::crc32c_select_wide_clmul(saved_wide);
 }
 
 // The CRC engine at its avx2 (PCLMULQDQ) level for a scope when `lower`: the

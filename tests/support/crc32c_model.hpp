@@ -48,17 +48,23 @@ std::mt19937_64 rng_for(const char* salt);
 
 void fill_random(std::mt19937_64& rng, void* p, size_t n);
 
-// Runs fn at every level of the fused kernels the CPU has, then restores the
-// level found.
+// Runs fn at every level of the fused kernels the CPU has (the avx2 level in
+// both its forms, 128- and 256-bit carry-less multiplies, where the CPU has
+// both), then restores the level and form found.
 template <class Fn>
 void for_each_level(Fn fn) {
-  iov::internal::simd_level saved = iov::internal::crc32c_level();
+  const iov::internal::simd_level saved = iov::internal::crc32c_level();
+  const bool saved_wide = iov::internal::crc32c_wide_clmul();
   for (iov::internal::simd_level l : kAllSimdLevels) {
     if (!iov::internal::crc32c_select(l)) continue;
-    SCOPED_TRACE(std::string("simd level ") + iov::internal::simd_level_name(l));
-    fn();
+    for (bool wide : {false, true}) {
+      if (!iov::internal::crc32c_select_wide_clmul(wide) || (wide && l != iov::internal::simd_level::avx2)) continue;
+      SCOPED_TRACE(std::string("simd level ") + iov::internal::simd_level_name(l) + (wide ? " (wide)" : ""));
+      fn();
+    }
   }
   ASSERT_TRUE(iov::internal::crc32c_select(saved));
+  iov::internal::crc32c_select_wide_clmul(saved_wide);
 }
 
 // A random layout of `total` bytes of one iterator type. Every byte the

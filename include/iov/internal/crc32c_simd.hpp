@@ -6,7 +6,9 @@
 //             the fused copy a block copy then the CRC while it is in L1;
 //             zero extension by a shift-and-add GF(2) multiply
 //   avx2      the state's window, eight 16-byte lanes, folded 128 bytes at a
-//             time with PCLMULQDQ (VEX-encoded), tails with the crc32
+//             time with PCLMULQDQ (VEX-encoded), or two lanes an instruction
+//             with 256-bit VPCLMULQDQ where the CPU has it without AVX-512
+//             (the wide form, the same state); tails with the crc32
 //             instruction
 //   avx512    a 256-byte window in four registers folded with VPCLMULQDQ (a
 //             level that needs VPCLMULQDQ too); the fused copy stores each
@@ -57,5 +59,10 @@ uint32_t crc32c_final_avx512(const crc32c_state* st);
 void crc32c_update_clmul(crc32c_state* st, const void* src, size_t len);
 void crc32c_copy_update_clmul(crc32c_state* st, void* dst, const void* src, size_t len);
 uint32_t crc32c_final_clmul(const crc32c_state* st);
+// The avx2 level's wide form (256-bit VPCLMULQDQ), on by default where the
+// CPU has it; tests run the level both ways. false (no change) if the CPU
+// lacks it. Not for the non-x86 build.
+bool crc32c_select_wide_clmul(bool wide);
+bool crc32c_wide_clmul();
 
 }  // namespace iov::internal
