@@ -28,7 +28,6 @@ std::ostream& operator<<(std::ostream& os, const Chunk& r) {
             << ", seg " << r.seg << "}";
 }
 
-namespace {
 iov::iter_type iter_type_of(Kind k) {
   switch (k) {
     case Kind::ubuf: return iov::ITER_UBUF;
@@ -42,6 +41,7 @@ iov::iter_type iter_type_of(Kind k) {
   }
 }
 
+namespace {
 iter_desc with_type(Kind k, iter_desc d) {
   d.type = iter_type_of(k);
   return d;

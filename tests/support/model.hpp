@@ -33,6 +33,7 @@ enum class Kind { ubuf, iovec, kvec, bvec, bvecq, folioq, xarray, discard };
 inline constexpr Kind kAllKinds[] = {Kind::ubuf,   Kind::iovec,  Kind::kvec,   Kind::bvec,
                                      Kind::bvecq,  Kind::folioq, Kind::xarray, Kind::discard};
 const char* kind_name(Kind k);
+iov::iter_type iter_type_of(Kind k);
 inline bool user_backed(Kind k) { return k == Kind::ubuf || k == Kind::iovec; }
 // BVEC, BVECQ, FOLIOQ and XARRAY pieces never cross a page.
 inline bool page_split(Kind k) {
