@@ -103,45 +103,23 @@ void restore_pattern(bench_memory& m) {
 }
 
 void describe_pages(bench_memory* m) {
-  m->iovecs.resize(BENCH_PAGES);
-  m->bvecs.resize(BENCH_PAGES);
+  static_assert(BENCH_QUEUE_SLOTS == FOLIO_BATCH_SIZE, "a folio_queue segment's slots");
   for (size_t i = 0; i < BENCH_PAGES; i++) {
     char* pg = m->buffer + i * PAGE_SIZE;
-    m->iovecs[i] = ::iovec{pg, PAGE_SIZE};
-    bvec_set_page(&m->bvecs[i], virt_to_page(pg), PAGE_SIZE, 0);
-    void* old = xa_store(&m->pages, i, virt_to_page(pg));
-    if (xa_is_err(old)) {
-      errno = -xa_err(old);
-      die("xa_store");
-    }
+    m->iovecs.add_vec(pg, PAGE_SIZE);
+    m->bvecs.add_bvec(virt_to_page(pg), PAGE_SIZE, 0);
+    m->bvecqs.add_bvec(virt_to_page(pg), PAGE_SIZE, 0);
+    m->folioqs.add_folio(page_folio(virt_to_page(pg)));
+    m->pages.store_page(i, virt_to_page(pg));
   }
-  // The queue segments point into bvecs rather than holding their own.
-  for (size_t i = 0; i < BENCH_PAGES; i += BENCH_QUEUE_SLOTS) {
-    bvecq* bq = bvecq_alloc(0);
-    if (!bq)
-      die("bvecq_alloc");
-    bq->bv = &m->bvecs[i];
-    bq->inline_bv = false;
-    bq->max_slots = bq->nr_slots = static_cast<uint16_t>(std::min(BENCH_QUEUE_SLOTS, BENCH_PAGES - i));
-    if (!m->bvecqs.empty())
-      m->bvecqs.back()->next = bq, bq->prev = m->bvecqs.back();
-    m->bvecqs.push_back(bq);
-  }
-  for (size_t i = 0; i < BENCH_PAGES; i++) {
-    if (m->folioqs.empty() || folioq_count(m->folioqs.back()) == BENCH_QUEUE_SLOTS) {
-      auto* fq = new folio_queue{};
-      folioq_init(fq, 0);
-      if (!m->folioqs.empty())
-        m->folioqs.back()->next = fq, fq->prev = m->folioqs.back();
-      m->folioqs.push_back(fq);
-    }
-    folioq_append(m->folioqs.back(), page_folio(virt_to_page(m->buffer + i * PAGE_SIZE)));
-  }
+  // The queue segments point into the builder's bvecs rather than holding their own.
+  m->bvecqs.queue_bvecs(std::vector<unsigned>((BENCH_PAGES + BENCH_QUEUE_SLOTS - 1) / BENCH_QUEUE_SLOTS,
+                                              BENCH_QUEUE_SLOTS),
+                        0, true);
   // iov_kunit_benchmark_kvec: equal parts, the remainder in the last one.
   size_t part = BENCH_SIZE / BENCH_KVECS;
   for (size_t i = 0; i < BENCH_KVECS; i++)
-    m->kvecs.push_back(kvec{m->buffer + i * part, part});
-  m->kvecs.back().iov_len += BENCH_SIZE - part * BENCH_KVECS;
+    m->kvecs.add_vec(m->buffer + i * part, part + (i == BENCH_KVECS - 1 ? BENCH_SIZE - part * BENCH_KVECS : 0));
 }
 
 void arm_copy_probes(const char* from, char* to) {

@@ -33,6 +33,7 @@
 #include <benchmark/benchmark.h>
 
 #include "iov/iov.hpp"
+#include "kit/iter_builder.hpp"
 
 namespace iov::bench {
 
@@ -65,12 +66,14 @@ struct bench_memory {
   size_t size;      // BENCH_SIZE
   char* buffer;     // filled with a byte pattern when created
   char* scratch;
-  std::vector<::iovec> iovecs;  // BENCH_PAGES segments of one page over buffer
-  std::vector<kvec> kvecs;      // BENCH_KVECS equal segments over buffer
-  std::vector<bio_vec> bvecs;   // BENCH_PAGES bvecs of one page over buffer
-  std::vector<bvecq*> bvecqs;   // those bvecs in segments of BENCH_QUEUE_SLOTS (bv points into bvecs)
-  std::vector<folio_queue*> folioqs;  // the pages as one-page folios, BENCH_QUEUE_SLOTS a segment
-  xarray pages;                 // index i -> the page at buffer + i * PAGE_SIZE
+  // The segments of the cases over buffer (iov_test::iter_builder, shared
+  // with the tests and the fuzz targets):
+  iov_test::iter_builder iovecs{ITER_IOVEC};    // BENCH_PAGES segments of one page
+  iov_test::iter_builder kvecs{ITER_KVEC};      // BENCH_KVECS equal segments
+  iov_test::iter_builder bvecs{ITER_BVEC};      // BENCH_PAGES bvecs of one page
+  iov_test::iter_builder bvecqs{ITER_BVECQ};    // the same bvecs, BENCH_QUEUE_SLOTS a segment (bv points into its array)
+  iov_test::iter_builder folioqs{ITER_FOLIOQ};  // the pages as one-page folios, BENCH_QUEUE_SLOTS a segment
+  iov_test::iter_builder pages{ITER_XARRAY};    // index i -> the page at buffer + i * PAGE_SIZE
 };
 bench_memory& get_memory(memory_kind kind);
 
@@ -79,7 +82,7 @@ bench_memory& get_memory(memory_kind kind);
 // round, finds the bytes it was checked against.
 void restore_pattern(bench_memory& m);
 
-// Builds m's segment arrays (iovecs, bvecs, the xarray, kvecs) over m->buffer,
+// Builds m's segments (iovecs, kvecs, bvecs, the queues, the xarray) over m->buffer,
 // for memory made elsewhere (the zero scans' all-zero buffers).
 void describe_pages(bench_memory* m);
 
@@ -191,13 +194,13 @@ size_t for_each_iter(bench_memory& m, unsigned direction, Op&& op) {
         break;
     }
   } else if constexpr (C == bench_case::iovec) {
-    iov_iter_init(&it, direction, m.iovecs.data(), m.iovecs.size(), m.size);
+    it = m.iovecs.iter(direction, m.size);
     done = op(&it, size_t{0});
   } else if constexpr (C == bench_case::kvec) {
-    iov_iter_kvec(&it, direction, m.kvecs.data(), m.kvecs.size(), m.size);
+    it = m.kvecs.iter(direction, m.size);
     done = op(&it, size_t{0});
   } else if constexpr (C == bench_case::bvec) {
-    iov_iter_bvec(&it, direction, m.bvecs.data(), m.bvecs.size(), m.size);
+    it = m.bvecs.iter(direction, m.size);
     done = op(&it, size_t{0});
   } else if constexpr (C == bench_case::bvec_split) {
     for (size_t off = 0; off < m.size; off += BENCH_SPLIT_PAGES * PAGE_SIZE) {
@@ -213,17 +216,16 @@ size_t for_each_iter(bench_memory& m, unsigned direction, Op&& op) {
         break;
     }
   } else if constexpr (C == bench_case::bvecq) {
-    iov_iter_bvec_queue(&it, direction, m.bvecqs.front(), 0, 0, m.size);
+    it = m.bvecqs.iter(direction, m.size);
     done = op(&it, size_t{0});
   } else if constexpr (C == bench_case::folioq) {
-    iov_iter_folio_queue(&it, direction, m.folioqs.front(), 0, 0, m.size);
+    it = m.folioqs.iter(direction, m.size);
     done = op(&it, size_t{0});
   } else if constexpr (C == bench_case::xarray) {
-    iov_iter_xarray(&it, direction, &m.pages, 0, m.size);
+    it = m.pages.iter(direction, m.size);
     done = op(&it, size_t{0});
   } else if constexpr (C == bench_case::xarray_to_bvec) {
-    iov_iter xiter;
-    iov_iter_xarray(&xiter, direction, &m.pages, 0, m.size);
+    iov_iter xiter = m.pages.iter(direction, m.size);
     while (iov_iter_count(&xiter)) {
       // As the kernel's, the page list lives in the tail of the bvec array:
       // bvec[j] is written only after pages[j] is read, and never reaches a

@@ -197,7 +197,7 @@ void bm_copy_crc_streaming(benchmark::State& state) {
     done = 0;
     for (size_t pass = 0; pass < STREAM_PASSES; pass++) {
       iov_iter it;
-      iov_iter_bvec(&it, ITER_SOURCE, m.bvecs.data(), STREAM_SIZE / PAGE_SIZE, STREAM_SIZE);
+      iov_iter_bvec(&it, ITER_SOURCE, m.bvecs.bvecs().data(), STREAM_SIZE / PAGE_SIZE, STREAM_SIZE);
       crc = ~0u;
       done += F == form::inlined ? crc32c_and_copy_from_iter(m.scratch, STREAM_SIZE, &crc, &it)
                                  : iov::internal::outofline::crc32c_and_copy_from_iter(m.scratch, STREAM_SIZE, &crc, &it);

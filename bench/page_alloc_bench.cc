@@ -24,22 +24,14 @@
 #include "bench_common.hpp"
 #include "iov/page_alloc.hpp"
 #include "iov_drivers/blkdev.hpp"
+#include "kit/resident.hpp"
 
 namespace iov::bench {
 namespace {
 
 constexpr size_t kRandOps = 65536;
 
-size_t resident_bytes() {
-  FILE* f = std::fopen("/proc/self/statm", "r");
-  unsigned long size = 0, resident = 0;
-  if (f) {
-    if (std::fscanf(f, "%lu %lu", &size, &resident) != 2)
-      resident = 0;
-    std::fclose(f);
-  }
-  return resident * PAGE_SIZE;
-}
+using iov_test::resident_bytes;
 
 // --- alloc + free -------------------------------------------------------------
 

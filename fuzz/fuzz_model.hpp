@@ -1,7 +1,8 @@
 // fuzz_model.hpp: what the fuzz targets share — a reader over the fuzzer's
 // bytes, the flat models they check against (plain loops and memcpy, a
-// bitwise CRC32C) and the layout builder: an iov_iter of any type over fresh
-// memory, with the model's account of where each of its bytes lives.
+// bitwise CRC32C) and the layout: an iov_iter of any type over fresh memory
+// (made by the shared iter_builder, tests/kit/iter_builder.hpp), with the
+// model's account of where each of its bytes lives.
 //
 //   fuzz::input in(data, size);
 //   fuzz::layout L;
@@ -32,6 +33,7 @@
 #include "iov/position.hpp"
 #include "iov/xarray.hpp"
 #include "iov/zero_scan.hpp"
+#include "kit/iter_builder.hpp"
 
 namespace fuzz {
 
@@ -157,18 +159,7 @@ class layout {
   layout() = default;
   layout(const layout&) = delete;
   layout& operator=(const layout&) = delete;
-  ~layout() {
-    iov::xa_destroy(&xa_);
-    for (iov::bvecq* bq : bqs_) iov::bvecq_free(bq);
-    for (iov::folio_queue* fq : fqs_) delete fq;
-    for (iov::folio* f : fillers_) iov::folio_put(f);
-    for (region& r : regions_) {
-      if (r.folio)
-        iov::folio_put(reinterpret_cast<iov::folio*>(r.mem));
-      else
-        r.pages ? iov::free_pages(reinterpret_cast<iov::page*>(r.mem), order_of(r.len)) : delete[] r.mem;
-    }
-  }
+  ~layout() = default;  // b_ frees the memory and the segments
 
   void build(input& in);
   bool user_backed() const { return type == iov::ITER_UBUF || type == iov::ITER_IOVEC; }
@@ -240,26 +231,22 @@ class layout {
   }
 
  private:
+  // A buffer of the builder's and the model's copy of its contents.
   struct region {
     unsigned char* mem;
     size_t len;
-    bool pages;
     std::vector<unsigned char> model;
-    bool folio = false;  // from folio_alloc(): folio_put() frees it
   };
 
   region& add_region(size_t len, bool pages, uint32_t seed) {
-    auto* mem = pages ? reinterpret_cast<unsigned char*>(iov::alloc_pages(iov::GFP_KERNEL, order_of(len)))
-                      : new unsigned char[len];
-    FUZZ_CHECK(mem != nullptr);
-    fill(mem, len, seed);
-    regions_.push_back(region{mem, len, pages, std::vector<unsigned char>(mem, mem + len)});
-    return regions_.back();
+    auto* mem = pages ? reinterpret_cast<unsigned char*>(b_->alloc_frames(iov_test::iter_builder::order_for(len)))
+                      : b_->alloc_bytes(len);
+    return add_filled(mem, len, seed);
   }
-  static unsigned order_of(size_t len) {
-    unsigned order = 0;
-    while ((iov::PAGE_SIZE << order) < len) order++;
-    return order;
+  region& add_filled(unsigned char* mem, size_t len, uint32_t seed) {
+    fill(mem, len, seed);
+    regions_.push_back(region{mem, len, std::vector<unsigned char>(mem, mem + len)});
+    return regions_.back();
   }
   // Logical bytes [off, off + len) of region r come next.
   FUZZ_MODEL void extend(const region& r, size_t off, size_t len) {
@@ -290,7 +277,7 @@ class layout {
   }
   // One bio_vec: up to four contiguous frames, any offset and length within
   // them, sometimes sharing frames with an earlier one.
-  iov::bio_vec bvec_segment(input& in, uint32_t seed) {
+  void bvec_segment(input& in, uint32_t seed) {
     const region* r;
     if (in.u8() % 4 == 0 && !regions_.empty()) {
       r = &regions_[in.below(regions_.size())];
@@ -302,9 +289,10 @@ class layout {
     extend(*r, off, len);
     trace("  bvec: offset %zu into %zu bytes, len %zu", off, r->len, len);
     auto* pg = reinterpret_cast<iov::page*>(r->mem);
-    if (in.u8() & 1) return iov::bio_vec{pg + off / iov::PAGE_SIZE, static_cast<unsigned>(len),
-                                         static_cast<unsigned>(off % iov::PAGE_SIZE)};
-    return iov::bio_vec{pg, static_cast<unsigned>(len), static_cast<unsigned>(off)};  // bv_offset past a frame
+    if (in.u8() & 1)
+      b_->add_bvec(pg + off / iov::PAGE_SIZE, len, off % iov::PAGE_SIZE);
+    else
+      b_->add_bvec(pg, len, off);  // bv_offset past a frame
   }
   // An xarray index to start at: near 0, near a node boundary, or far out.
   static unsigned long xarray_index(input& in) {
@@ -315,13 +303,8 @@ class layout {
     }
   }
 
+  std::unique_ptr<iov_test::iter_builder> b_;  // the segments and the memory
   std::vector<region> regions_;
-  std::vector<::iovec> iovs_;
-  std::vector<iov::bio_vec> bvs_;
-  std::vector<iov::bvecq*> bqs_;  // BVECQ: bvs_ in segments of mostly 0-4 slots
-  std::vector<iov::folio_queue*> fqs_;  // FOLIOQ: full segments but the last
-  std::vector<iov::folio*> fillers_;    // FOLIOQ: folios ahead of the first slot
-  iov::xarray xa_;
   unsigned char empty_byte_ = 0;
 };
 
@@ -333,53 +316,41 @@ inline void layout::build(input& in) {
                                               iov::ITER_BVECQ,  iov::ITER_FOLIOQ};
   type = kTypes[head & 7];
   dir = (head >> 3) & 1 ? iov::ITER_SOURCE : iov::ITER_DEST;
+  b_ = std::make_unique<iov_test::iter_builder>(type);
   regions_.reserve(3 * kMaxSegs + 8);  // shadow pointers stay valid (FOLIOQ: up to 40 folios)
   size_t xa_start = 0, fq_offset = 0;
   unsigned fq_first_slot = 0;
-  void* ubuf = nullptr;
+  size_t nsegs = 0;
   if (type == iov::ITER_UBUF) {
     region& r = add_region(in.length(2 * kMaxSeg), false, seed);
     extend(r, 0, r.len);
-    ubuf = r.mem;
+    b_->set_ubuf(r.mem);
   } else if (type == iov::ITER_IOVEC || type == iov::ITER_KVEC) {
-    for (size_t k = 0, nr = in.below(kMaxSegs + 1); k < nr; k++) iovs_.push_back(vec_segment(in, seed + k));
-  } else if (type == iov::ITER_BVEC) {
-    for (size_t k = 0, nr = in.below(kMaxSegs + 1); k < nr; k++) bvs_.push_back(bvec_segment(in, seed + k));
-  } else if (type == iov::ITER_BVECQ) {
-    for (size_t k = 0, nr = in.below(kMaxSegs + 1); k < nr; k++) bvs_.push_back(bvec_segment(in, seed + k));
-    for (size_t k = 0; k < bvs_.size() || bqs_.empty();) {  // empty segments too, at either end
-      iov::bvecq* bq = iov::bvecq_alloc(kMaxSegs);
-      FUZZ_CHECK(bq != nullptr);
-      size_t nr = bqs_.size() < 2 * kMaxSegs ? in.below(5) : kMaxSegs;  // the input may have run out
-      for (; nr && k < bvs_.size(); nr--) bq->bv[bq->nr_slots++] = bvs_[k++];
-      if (!bqs_.empty()) bqs_.back()->next = bq, bq->prev = bqs_.back();
-      bqs_.push_back(bq);
+    for (size_t k = 0, nr = nsegs = in.below(kMaxSegs + 1); k < nr; k++) {
+      ::iovec v = vec_segment(in, seed + k);
+      b_->add_vec(v.iov_base, v.iov_len);
     }
+  } else if (type == iov::ITER_BVEC || type == iov::ITER_BVECQ) {
+    for (size_t k = 0, nr = nsegs = in.below(kMaxSegs + 1); k < nr; k++) bvec_segment(in, seed + k);
+    // BVECQ: segments of mostly 0-4 slots, empty ones too, at either end.
+    std::vector<unsigned> split;
+    for (size_t k = 0; type == iov::ITER_BVECQ && (k < nsegs || split.empty());) {
+      size_t nr = split.size() < 2 * kMaxSegs ? in.below(5) : kMaxSegs;  // the input may have run out
+      split.push_back(static_cast<unsigned>(std::min(nr, nsegs - k)));
+      k += split.back();
+    }
+    if (type == iov::ITER_BVECQ) b_->queue_bvecs(split, kMaxSegs);
   } else if (type == iov::ITER_FOLIOQ) {
     // Up to 40 folios of order 0-2, sometimes starting late in the first
     // segment (fillers ahead) or on the slot past its end, so walks cross.
-    auto add_segment = [this] {
-      auto* fq = new iov::folio_queue{};
-      iov::folioq_init(fq, 0);
-      if (!fqs_.empty()) fqs_.back()->next = fq, fq->prev = fqs_.back();
-      fqs_.push_back(fq);
-    };
-    add_segment();
+    b_->add_folioq_segment();
     fq_first_slot = in.u8() & 1 ? 27 + static_cast<unsigned>(in.below(5)) : 0;
-    for (unsigned k = 0; k < fq_first_slot; k++) {
-      fillers_.push_back(iov::folio_alloc(iov::GFP_KERNEL, 0));
-      iov::folioq_append(fqs_.back(), fillers_.back());
-    }
+    for (unsigned k = 0; k < fq_first_slot; k++) b_->add_folio(b_->alloc_folio(0));
     for (size_t k = 0, nr = in.below(41); k < nr; k++) {
-      if (iov::folioq_full(fqs_.back())) add_segment();
-      unsigned order = static_cast<unsigned>(in.below(3));
-      auto* f = iov::folio_alloc(iov::GFP_KERNEL, order);
-      FUZZ_CHECK(f != nullptr);
-      auto* mem = static_cast<unsigned char*>(iov::folio_address(f));
-      fill(mem, iov::folio_size(f), seed + k);
-      regions_.push_back(region{mem, iov::folio_size(f), true, std::vector<unsigned char>(mem, mem + iov::folio_size(f)), true});
-      extend(regions_.back(), 0, regions_.back().len);
-      iov::folioq_append(fqs_.back(), f);
+      iov::folio* f = b_->alloc_folio(static_cast<unsigned>(in.below(3)));
+      region& r = add_filled(static_cast<unsigned char*>(iov::folio_address(f)), iov::folio_size(f), seed + k);
+      extend(r, 0, r.len);
+      b_->add_folio(f);
     }
     if (fq_first_slot < 31 && !addr.empty()) fq_offset = in.below(regions_.front().len + 1);  // none on slot 31: the kernel's WARN
     addr.erase(addr.begin(), addr.begin() + fq_offset);
@@ -393,7 +364,7 @@ inline void layout::build(input& in) {
         continue;
       }
       region& r = add_region(iov::PAGE_SIZE, true, seed + k);
-      FUZZ_CHECK(!iov::xa_is_err(iov::xa_store(&xa_, index + k, r.mem)));
+      b_->store_page(index + k, r.mem);
       extend(r, 0, r.len);
     }
     addr.erase(addr.begin(), addr.begin() + off);
@@ -408,23 +379,10 @@ inline void layout::build(input& in) {
   if (type == iov::ITER_UBUF || type == iov::ITER_XARRAY || type == iov::ITER_DISCARD)
     cap = count;  // their extent is the count they were made with
   static const char* const kNames[] = {"UBUF", "IOVEC", "KVEC", "BVEC", "XARRAY", "DISCARD", "BVECQ", "FOLIOQ"};
-  trace("layout: %s dir %u segs %zu cap %zu count %zu", kNames[head & 7], dir,
-        type == iov::ITER_BVEC || type == iov::ITER_BVECQ ? bvs_.size() : iovs_.size(), cap, count);
-  unsigned d = (head >> 3) & 1 ? iov::ITER_SOURCE : iov::ITER_DEST;
-  switch (type) {
-    case iov::ITER_UBUF: iov::iov_iter_ubuf(&it, d, ubuf, count); break;
-    case iov::ITER_IOVEC: iov::iov_iter_init(&it, d, iovs_.data(), iovs_.size(), count); break;
-    case iov::ITER_KVEC:
-      iov::iov_iter_kvec(&it, d, reinterpret_cast<const iov::kvec*>(iovs_.data()), iovs_.size(), count);
-      break;
-    case iov::ITER_BVEC: iov::iov_iter_bvec(&it, d, bvs_.data(), bvs_.size(), count); break;
-    case iov::ITER_BVECQ: iov::iov_iter_bvec_queue(&it, d, bqs_.front(), 0, 0, count); break;
-    case iov::ITER_FOLIOQ:
-      iov::iov_iter_folio_queue(&it, d, fqs_.front(), fq_first_slot, static_cast<unsigned>(fq_offset), count);
-      break;
-    case iov::ITER_XARRAY: iov::iov_iter_xarray(&it, d, &xa_, static_cast<loff_t>(xa_start), count); break;
-    default: iov::iov_iter_discard(&it, iov::ITER_DEST, count); break;  // ITER_SOURCE is the kernel's BUG
-  }
+  trace("layout: %s dir %u segs %zu cap %zu count %zu", kNames[head & 7], dir, nsegs, cap, count);
+  b_->set_folioq_start(fq_first_slot, fq_offset);
+  b_->set_xarray_start(static_cast<loff_t>(xa_start));
+  it = b_->iter((head >> 3) & 1 ? iov::ITER_SOURCE : iov::ITER_DEST, count);
 }
 
 }  // namespace fuzz

@@ -59,23 +59,8 @@ std::string describe(const std::vector<piece>& ps) {
 }
 
 // A client after EXTENDED_HEADERS (and base:allocation when asked), in transmission.
-std::unique_ptr<client> open_extended(local_server& s, bool meta = false, export_info* go = nullptr) {
-  auto c = s.connect();
-  if (!c || !c->greet())
-    return ADD_FAILURE() << "handshake", nullptr;
-  if (c->opt_extended_headers() != REP_ACK)
-    return ADD_FAILURE() << "EXTENDED_HEADERS: " << c->last_error(), nullptr;
-  if (meta) {
-    auto m = c->opt_meta_context(OPT_SET_META_CONTEXT, "", {"base:allocation"});
-    if (m.final_type != REP_ACK || m.contexts.size() != 1)
-      return ADD_FAILURE() << "SET_META_CONTEXT", nullptr;
-  }
-  export_info info = c->opt_go("");
-  if (!info.ok)
-    return ADD_FAILURE() << "GO: " << c->last_error(), nullptr;
-  if (go)
-    *go = info;
-  return c;
+std::unique_ptr<client> open_extended(local_server& s, bool meta = false) {
+  return s.open(local_server::headers::extended, meta);
 }
 
 // --- OFFSET_HOLE chunks ---------------------------------------------------------------

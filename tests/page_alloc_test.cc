@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "iov/iov.hpp"
+#include "kit/resident.hpp"
 
 namespace {
 
@@ -24,16 +25,7 @@ using iov::PAGE_SIZE;
 
 uintptr_t addr_of(const void* p) { return reinterpret_cast<uintptr_t>(p); }
 
-size_t resident_bytes() {
-  FILE* f = std::fopen("/proc/self/statm", "r");
-  unsigned long size = 0, resident = 0;
-  if (f) {
-    if (std::fscanf(f, "%lu %lu", &size, &resident) != 2)
-      resident = 0;
-    std::fclose(f);
-  }
-  return resident * PAGE_SIZE;
-}
+using iov_test::resident_bytes;
 
 // What the allocator has handed out: start -> (order, tag). Each block holds
 // its tag in the first and last byte of every frame, checked when it is freed.

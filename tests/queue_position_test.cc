@@ -98,27 +98,6 @@ TEST(BvecqRevert, ThroughPrevAsThePosting) {
   iov_test::expect_at(*l, it, 99, it.count);
 }
 
-TEST(BvecqRevert, UndoesAnyAdvanceOrWalk) {
-  for (uint64_t seed : iov_test::test_seeds({31, 32})) {
-    std::mt19937_64 rng(seed);
-    for (const auto& l : layouts_of(Kind::bvecq, seed)) {
-      for (int trial = 0; trial < 20; trial++) {
-        size_t a = std::uniform_int_distribution<size_t>(0, l->total())(rng);
-        size_t b = std::uniform_int_distribution<size_t>(0, a)(rng);
-        iov::iov_iter it = l->iter(iov::ITER_SOURCE);
-        std::vector<unsigned char> sink(a);
-        if (trial % 2) iov::iov_iter_advance(&it, a);
-        else ASSERT_EQ(iov::copy_from_iter(sink.data(), a, &it), a);
-        iov::iov_iter_revert(&it, b);
-        iov_test::expect_at(*l, it, a - b, l->total() - a + b);
-        std::vector<unsigned char> got(l->total() - (a - b)), flat = l->gather();
-        EXPECT_EQ(iov::copy_from_iter(got.data(), got.size(), &it), got.size());
-        EXPECT_TRUE(std::equal(got.begin(), got.end(), flat.begin() + (a - b))) << "a " << a << " b " << b;
-      }
-    }
-  }
-}
-
 // Pages the iterator's count spans, slot by slot from where it stands, from
 // the slots' addresses: a slot with bytes counts the pages they touch, one
 // with none counts a page if it starts inside one (the posting's
@@ -202,27 +181,6 @@ TEST(BvecqSingleSegCount, WhatIsLeftOfTheSlot) {
   EXPECT_EQ(iov::iov_iter_single_seg_count(&it), 0u);
 }
 
-TEST(BvecqReexpand, WithinWhatTheQueueHolds) {
-  auto l = three_segments();
-  iov::iov_iter it = l->iter(iov::ITER_SOURCE);
-  iov::iov_iter_advance(&it, 50);
-  iov::iov_iter_truncate(&it, 1);
-  iov::iov_iter_reexpand(&it, l->total() - 50);
-  EXPECT_EQ(it.count, l->total() - 50);
-  iov_test::expect_at(*l, it, 50, l->total() - 50);
-}
-
-TEST(BvecqRestore, IsANoOpAsTheKernelWarns) {
-  auto l = three_segments();
-  iov::iov_iter it = l->iter(iov::ITER_SOURCE);
-  iov::iov_iter_state st;
-  iov::iov_iter_save_state(&it, &st);
-  iov::iov_iter_advance(&it, 150);
-  iov_test::IterState moved = iov_test::state_of(it);
-  iov::iov_iter_restore(&it, &st);
-  EXPECT_EQ(iov_test::state_of(it), moved);
-}
-
 // ---- ITER_FOLIOQ ----
 
 // Segment 1: 29 fillers behind the start, then F0 (order 1) and F1 (order 0);
@@ -264,27 +222,6 @@ TEST(FolioqRevert, ThroughPrevAsTheKernel) {
   EXPECT_EQ(it.folioq_slot, 28u);
   EXPECT_EQ(it.iov_offset, PAGE_SIZE - 1);
   // (Past the head of the queue: checks_death_test's RevertPastTheStart.)
-}
-
-TEST(FolioqRevert, UndoesAnyAdvanceOrWalk) {
-  for (uint64_t seed : iov_test::test_seeds({33, 34})) {
-    std::mt19937_64 rng(seed);
-    for (const auto& l : layouts_of(Kind::folioq, seed)) {
-      for (int trial = 0; trial < 20; trial++) {
-        size_t a = std::uniform_int_distribution<size_t>(0, l->total())(rng);
-        size_t b = std::uniform_int_distribution<size_t>(0, a)(rng);
-        iov::iov_iter it = l->iter(iov::ITER_SOURCE);
-        std::vector<unsigned char> sink(a);
-        if (trial % 2) iov::iov_iter_advance(&it, a);
-        else ASSERT_EQ(iov::copy_from_iter(sink.data(), a, &it), a);
-        iov::iov_iter_revert(&it, b);
-        iov_test::expect_at(*l, it, a - b, l->total() - a + b);
-        std::vector<unsigned char> got(l->total() - (a - b)), flat = l->gather();
-        EXPECT_EQ(iov::copy_from_iter(got.data(), got.size(), &it), got.size());
-        EXPECT_TRUE(std::equal(got.begin(), got.end(), flat.begin() + (a - b))) << "a " << a << " b " << b;
-      }
-    }
-  }
 }
 
 // npages and alignment see whole folios: the pages the count touches from
@@ -329,8 +266,45 @@ TEST(FolioqSingleSegCount, TheFolioSizeAsTheKernel) {
   EXPECT_EQ(iov::iov_iter_single_seg_count(&it), 4 * PAGE_SIZE);
 }
 
-TEST(FolioqReexpandRestore, AsTheOtherQueues) {
-  auto l = two_segments();
+// ---- Both queues ----
+
+// What the two queue types share, case for case: where the randomized
+// layouts come from, a fixed layout, and how far to move before a restore.
+struct queue_case {
+  Kind kind;
+  uint64_t revert_seeds[2];
+  std::unique_ptr<Layout> (*fixed)();
+  size_t restore_step;
+};
+
+class QueuePosition : public testing::TestWithParam<queue_case> {};
+
+TEST_P(QueuePosition, RevertUndoesAnyAdvanceOrWalk) {
+  const queue_case& q = GetParam();
+  for (uint64_t seed : iov_test::test_seeds({q.revert_seeds[0], q.revert_seeds[1]})) {
+    std::mt19937_64 rng(seed);
+    for (const auto& l : layouts_of(q.kind, seed)) {
+      for (int trial = 0; trial < 20; trial++) {
+        size_t a = std::uniform_int_distribution<size_t>(0, l->total())(rng);
+        size_t b = std::uniform_int_distribution<size_t>(0, a)(rng);
+        iov::iov_iter it = l->iter(iov::ITER_SOURCE);
+        std::vector<unsigned char> sink(a);
+        if (trial % 2) iov::iov_iter_advance(&it, a);
+        else ASSERT_EQ(iov::copy_from_iter(sink.data(), a, &it), a);
+        iov::iov_iter_revert(&it, b);
+        iov_test::expect_at(*l, it, a - b, l->total() - a + b);
+        std::vector<unsigned char> got(l->total() - (a - b)), flat = l->gather();
+        EXPECT_EQ(iov::copy_from_iter(got.data(), got.size(), &it), got.size());
+        EXPECT_TRUE(std::equal(got.begin(), got.end(), flat.begin() + (a - b))) << "a " << a << " b " << b;
+      }
+    }
+  }
+}
+
+// Reexpand stays within what the queue holds; restore is a no-op (the
+// kernel warns and does nothing).
+TEST_P(QueuePosition, ReexpandAndRestore) {
+  auto l = GetParam().fixed();
   iov::iov_iter it = l->iter(iov::ITER_SOURCE);
   iov::iov_iter_advance(&it, 50);
   iov::iov_iter_truncate(&it, 1);
@@ -339,11 +313,16 @@ TEST(FolioqReexpandRestore, AsTheOtherQueues) {
   iov_test::expect_at(*l, it, 50, l->total() - 50);
   iov::iov_iter_state st;
   iov::iov_iter_save_state(&it, &st);
-  iov::iov_iter_advance(&it, PAGE_SIZE);
+  iov::iov_iter_advance(&it, GetParam().restore_step);
   iov_test::IterState moved = iov_test::state_of(it);
   iov::iov_iter_restore(&it, &st);
-  EXPECT_EQ(iov_test::state_of(it), moved) << "the kernel warns and does nothing";
+  EXPECT_EQ(iov_test::state_of(it), moved);
 }
+
+INSTANTIATE_TEST_SUITE_P(Queues, QueuePosition,
+                         testing::Values(queue_case{Kind::bvecq, {31, 32}, three_segments, 150},
+                                         queue_case{Kind::folioq, {33, 34}, two_segments, PAGE_SIZE}),
+                         [](const testing::TestParamInfo<queue_case>& p) { return iov_test::kind_name(p.param.kind); });
 
 // folio_queue.h's helpers.
 TEST(FolioQueue, AppendMarksAndClear) {

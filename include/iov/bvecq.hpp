@@ -75,4 +75,16 @@ inline void bvecq_free(bvecq* bq) {
   std::free(bq);
 }
 
+// The step every walk of a queue takes where `slot` has run past the last
+// of bq's: on to the first slot of the next segment. False, with nothing
+// moved, at the end of the queue. One segment a call, so that a caller
+// that stops on a zero count stops where the kernel's loops do.
+inline bool bvecq_next_slot(const bvecq** bq, unsigned* slot) {
+  if (!(*bq)->next)
+    return false;
+  *bq = (*bq)->next;
+  *slot = 0;
+  return true;
+}
+
 }  // namespace iov

@@ -174,10 +174,8 @@ IOV_ALWAYS_INLINE size_t iterate_bvecq(iov_iter* iter, size_t len, void* priv, v
   size_t progress = 0, skip = iter->iov_offset;
   do {
     if (slot >= bq->nr_slots) {
-      if (!bq->next)
+      if (!bvecq_next_slot(&bq, &slot))
         break;
-      bq = bq->next;
-      slot = 0;
       continue;
     }
     const bio_vec* bv = &bq->bv[slot];

@@ -74,7 +74,7 @@ void fill_random(std::mt19937_64& rng, void* p, size_t n) {
 
 // ---- layout ------------------------------------------------------------------
 
-layout::layout(Kind k, size_t total, std::mt19937_64& rng) : kind_(k), total_(total) {
+layout::layout(Kind k, size_t total, std::mt19937_64& rng) : kind_(k), total_(total), b_(iter_type_of(k)) {
   switch (k) {
     case Kind::ubuf: build_ubuf(rng); break;
     case Kind::iovec:
@@ -88,26 +88,8 @@ layout::layout(Kind k, size_t total, std::mt19937_64& rng) : kind_(k), total_(to
   for (auto& b : blocks_) fill_random(rng, b.mem, b.size);
 }
 
-layout::~layout() {
-  xa_.reset();
-  for (iov::bvecq* bq : bqs_) iov::bvecq_free(bq);
-  for (auto& b : blocks_) b.page_order >= 0 ? iov::free_pages(b.pg, b.page_order) : std::free(b.mem);
-}
-
 void layout::init(iov::iov_iter* it, unsigned dir) const {
-  switch (kind_) {
-    case Kind::ubuf: iov::iov_iter_ubuf(it, dir, blocks_[0].mem + ubuf_off_, total_); break;
-    case Kind::iovec: iov::iov_iter_init(it, dir, iovs_.data(), iovs_.size(), total_); break;
-    case Kind::kvec: iov::iov_iter_kvec(it, dir, kvecs_.data(), kvecs_.size(), total_); break;
-    case Kind::bvec: iov::iov_iter_bvec(it, dir, bvecs_.data(), bvecs_.size(), total_); break;
-    case Kind::bvecq: iov::iov_iter_bvec_queue(it, dir, bqs_.front(), 0, 0, total_); break;
-    case Kind::folioq:
-      iov::iov_iter_folio_queue(it, dir, folioq_->folioq_head(), folioq_->folioq_first_slot(),
-                                static_cast<unsigned>(folioq_->folioq_offset()), total_);
-      break;
-    case Kind::xarray: iov::iov_iter_xarray(it, dir, xa_.get(), xa_start_, total_); break;
-    case Kind::discard: iov::iov_iter_discard(it, iov::ITER_DEST, total_); break;  // never ITER_SOURCE
-  }
+  *it = kind_ == Kind::folioq ? folioq_->iter(dir, total_) : b_.iter(dir, total_);
 }
 
 std::vector<u8> layout::gather(size_t off, size_t n) const {
@@ -132,12 +114,12 @@ void layout::restore(const std::vector<u8>& snap) {
 }
 
 u8* layout::heap_block(size_t size) {
-  blocks_.push_back({static_cast<u8*>(std::malloc(size ? size : 1)), size});
+  blocks_.push_back({b_.alloc_bytes(size), size});
   return blocks_.back().mem;
 }
 
 u8* layout::page_block(unsigned order) {
-  iov::page* pg = iov::alloc_pages(iov::GFP_KERNEL, order);
+  iov::page* pg = b_.alloc_frames(order);
   blocks_.push_back({static_cast<u8*>(iov::page_address(pg)), iov::PAGE_SIZE << order, pg, static_cast<int>(order)});
   return blocks_.back().mem;
 }
@@ -158,9 +140,10 @@ std::vector<size_t> layout::split(std::mt19937_64& rng, size_t max_seg) const {
 }
 
 void layout::build_ubuf(std::mt19937_64& rng) {
-  ubuf_off_ = rng() % 64;
-  u8* p = heap_block(total_ + ubuf_off_ + 64);
-  extents_.push_back({p + ubuf_off_, total_});
+  size_t off = rng() % 64;
+  u8* p = heap_block(total_ + off + 64);
+  b_.set_ubuf(p + off);
+  extents_.push_back({p + off, total_});
 }
 
 // Segments apart, or (half the time) back to back in one block.
@@ -170,8 +153,7 @@ void layout::build_vec(std::mt19937_64& rng) {
   for (size_t len : split(rng, 1 + rng() % 3000)) {
     u8* p = adjacent ? next : heap_block(len + 128) + rng() % 64;
     next = p + len;
-    iovs_.push_back({p, len});
-    kvecs_.push_back({p, len});
+    b_.add_vec(p, len);
     if (len) extents_.push_back({p, len});
   }
 }
@@ -197,12 +179,7 @@ void layout::build_folioq(std::mt19937_64& rng) {
 // The bio_vecs of build_bvec() in segments of two slots.
 void layout::build_bvecq(std::mt19937_64& rng) {
   build_bvec(rng);
-  for (size_t n = 0; n < bvecs_.size() || bqs_.empty(); n += 2) {
-    iov::bvecq* bq = iov::bvecq_alloc(2);
-    for (size_t k = n; k < std::min(n + 2, bvecs_.size()); k++) bq->bv[bq->nr_slots++] = bvecs_[k];
-    if (!bqs_.empty()) bqs_.back()->next = bq, bq->prev = bqs_.back();
-    bqs_.push_back(bq);
-  }
+  b_.queue_bvecs(std::vector<unsigned>(std::max<size_t>((b_.bvecs().size() + 1) / 2, 1), 2), 2);
 }
 
 void layout::build_bvec(std::mt19937_64& rng) {
@@ -215,20 +192,18 @@ void layout::build_bvec(std::mt19937_64& rng) {
     size_t off = adjacent ? pos : rng() % iov::PAGE_SIZE;
     while (!adjacent && (iov::PAGE_SIZE << order) < off + len) order++;
     const block& b = adjacent ? shared : (page_block(order), blocks_.back());
-    bvecs_.push_back({b.pg + off / iov::PAGE_SIZE, static_cast<unsigned>(len),
-                      static_cast<unsigned>(off % iov::PAGE_SIZE)});
+    b_.add_bvec(b.pg + off / iov::PAGE_SIZE, len, off % iov::PAGE_SIZE);
     if (len) extents_.push_back({b.mem + off, len});
     pos += len;
   }
 }
 
 void layout::build_xarray(std::mt19937_64& rng) {
-  xa_ = std::make_unique<iov::xarray>();
   size_t first = rng() % 1000, off = rng() % iov::PAGE_SIZE;
-  xa_start_ = static_cast<loff_t>(first * iov::PAGE_SIZE + off);
+  b_.set_xarray_start(static_cast<loff_t>(first * iov::PAGE_SIZE + off));
   for (size_t idx = first, left = total_; left; idx++, off = 0) {
     u8* p = page_block(0);
-    iov::xa_store(xa_.get(), idx, blocks_.back().pg);
+    b_.store_page(idx, blocks_.back().pg);
     size_t part = std::min(left, iov::PAGE_SIZE - off);
     extents_.push_back({p + off, part});
     left -= part;

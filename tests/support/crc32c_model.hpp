@@ -74,7 +74,7 @@ void for_each_level(Fn fn) {
 class layout {
  public:
   layout(Kind k, size_t total, std::mt19937_64& rng);
-  ~layout();
+  ~layout() = default;
   layout(const layout&) = delete;
   layout& operator=(const layout&) = delete;
 
@@ -121,16 +121,10 @@ class layout {
 
   Kind kind_;
   size_t total_;
+  iov_test::iter_builder b_;  // the segments, and the blocks' memory
   std::vector<block> blocks_;
   std::vector<std::pair<u8*, size_t>> extents_;
-  std::vector<::iovec> iovs_;
-  std::vector<iov::kvec> kvecs_;
-  std::vector<iov::bio_vec> bvecs_;
-  std::vector<iov::bvecq*> bqs_;  // BVECQ: bvecs_ two slots a segment
   std::unique_ptr<Layout> folioq_;  // FOLIOQ: the test model's (model.hpp)
-  std::unique_ptr<iov::xarray> xa_;
-  loff_t xa_start_ = 0;
-  size_t ubuf_off_ = 0;
 };
 
 void expect_same_position(const iov::iov_iter& a, const iov::iov_iter& b);

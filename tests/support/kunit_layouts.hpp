@@ -34,6 +34,8 @@
 
 #include <iov/iov.hpp>
 
+#include "kit/iter_builder.hpp"
+
 namespace iov_test {
 
 using u8 = uint8_t;
@@ -317,15 +319,12 @@ inline void iov_kunit_load_bvec(kunit*, iov_iter* iter, unsigned dir, bio_vec* b
   iov::iov_iter_bvec(iter, dir, bvec, i, size);
 }
 
-// An xarray that the test frees (xa_destroy, then the object) when it ends.
+// An xarray that the test frees when it ends: that of an iter_builder the
+// test owns (the builder destroys it), which iov_kunit_load_xarray() fills.
 inline xarray* iov_kunit_create_xarray(kunit* test) {
-  auto* xa = new xarray;
-  iov::xa_init(xa);
-  test->defer([xa] {
-    iov::xa_destroy(xa);
-    delete xa;
-  });
-  return xa;
+  auto* b = new iter_builder(iov::ITER_XARRAY);
+  test->defer([b] { delete b; });
+  return b->xa();
 }
 
 // Stores pages[i] at index i, so byte offset b is in page b >> PAGE_SHIFT.

@@ -28,152 +28,120 @@ std::ostream& operator<<(std::ostream& os, const Chunk& r) {
             << ", seg " << r.seg << "}";
 }
 
+iov::iter_type iter_type_of(Kind k) {
+  switch (k) {
+    case Kind::ubuf: return iov::ITER_UBUF;
+    case Kind::iovec: return iov::ITER_IOVEC;
+    case Kind::kvec: return iov::ITER_KVEC;
+    case Kind::bvec: return iov::ITER_BVEC;
+    case Kind::bvecq: return iov::ITER_BVECQ;
+    case Kind::folioq: return iov::ITER_FOLIOQ;
+    case Kind::xarray: return iov::ITER_XARRAY;
+    default: return iov::ITER_DISCARD;
+  }
+}
+
 namespace {
-constexpr unsigned char kGuardByte = 0xA5;
-constexpr size_t kGuardAfter = 64;
-constexpr unsigned kPutElsewhere = ~0u;  // a Buffer over a folio: folio_put() frees it
-
-size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
-
-unsigned order_for(size_t frames) {
-  unsigned order = 0;
-  while ((size_t{1} << order) < frames) order++;
-  return order;
+iter_desc with_type(Kind k, iter_desc d) {
+  d.type = iter_type_of(k);
+  return d;
 }
 }  // namespace
 
-// One allocation: bytes lo .. hi belong to a segment, the rest is guard.
-struct Layout::Buffer {
-  unsigned char* mem;
-  size_t size, lo, hi;
-  bool frames;  // from iov::alloc_pages (else std::aligned_alloc)
-  unsigned order;
-};
+Layout::Layout(Kind kind, const iter_desc& d) : kind_(kind), b_(with_type(kind, d)) { describe(d); }
 
-Layout::Layout(Kind kind) : kind_(kind) {}
+Layout::~Layout() = default;
 
-Layout::~Layout() {
-  if (xa_) {
-    for (size_t n = 0; n < xa_pages_.size(); n++)
-      if (xa_pages_[n]) iov::xa_erase(xa_.get(), (static_cast<size_t>(xa_start_) >> iov::PAGE_SHIFT) + n);
-  }
-  for (iov::bvecq* bq : bqs_) iov::bvecq_free(bq);
-  for (iov::folio_queue* fq : fqs_) delete fq;
-  for (iov::folio* f : all_folios_) iov::folio_put(f);
-  for (Buffer& b : bufs_) {
-    if (b.order == kPutElsewhere)
-      continue;
-    if (b.frames)
-      iov::free_pages(reinterpret_cast<iov::page*>(b.mem), b.order);
-    else
-      std::free(b.mem);
-  }
+namespace {
+iter_desc segs_desc(const std::vector<SegSpec>& segs) {
+  iter_desc d;
+  d.segs = segs;
+  return d;
 }
+}  // namespace
 
 void Layout::add_run(unsigned char* base, size_t len, size_t seg) {
   runs_.push_back(Chunk{total_, base, len, seg});
   total_ += len;
 }
 
-namespace {
-// A buffer whose data starts `offset` bytes into a page, a page of guard before.
-unsigned char* user_buffer(size_t len, size_t offset, std::vector<unsigned char*>& out_mem, size_t& size) {
-  size = round_up(PAGE_SIZE + offset % PAGE_SIZE + len + kGuardAfter, PAGE_SIZE);
-  auto* mem = static_cast<unsigned char*>(std::aligned_alloc(PAGE_SIZE, size));
-  std::memset(mem, kGuardByte, size);
-  out_mem.push_back(mem);
-  return mem + PAGE_SIZE + offset % PAGE_SIZE;
-}
-}  // namespace
-
-std::unique_ptr<Layout> Layout::make_ubuf(size_t len, size_t offset) {
-  std::unique_ptr<Layout> l(new Layout(Kind::ubuf));
-  std::vector<unsigned char*> mem;
-  size_t size;
-  unsigned char* base = user_buffer(len, offset, mem, size);
-  l->bufs_.push_back({mem[0], size, size_t(base - mem[0]), size_t(base - mem[0]) + len, false, 0});
-  l->ubuf_base_ = base;
-  l->seg_start_.push_back(0);
-  l->add_run(base, len, 0);
-  l->reachable_ = l->total_;
-  return l;
-}
-
-namespace {
-template <class Vec>
-void make_vecs(std::vector<SegSpec> const& segs, std::vector<Vec>& vecs, auto&& add) {
-  for (const SegSpec& s : segs) {
-    std::vector<unsigned char*> mem;
-    size_t size;
-    unsigned char* base = user_buffer(s.len, s.offset, mem, size);
-    vecs.push_back(Vec{base, s.len});
-    add(mem[0], size, base, s.len);
+// The model's account of what the builder made: the flat runs, and for the
+// queues where each segment's slot lives.
+void Layout::describe(const iter_desc& d) {
+  const std::vector<region>& regions = b_.regions();
+  if (kind_ == Kind::xarray) {
+    size_t first = static_cast<size_t>(d.start), last = first + d.len;  // byte positions
+    size_t npages = d.len ? (last - 1) / PAGE_SIZE - first / PAGE_SIZE + 1 : 0, r = 0;
+    bool hole_seen = false;
+    for (size_t n = 0; n < npages; n++) {
+      size_t page_pos = (first / PAGE_SIZE + n) * PAGE_SIZE;
+      size_t lo = std::max(first, page_pos) - page_pos, hi = std::min(last, page_pos + PAGE_SIZE) - page_pos;
+      if (std::find(d.holes.begin(), d.holes.end(), n) != d.holes.end()) {
+        xa_pages_.push_back(nullptr);
+        if (!hole_seen) reachable_ = total_;
+        hole_seen = true;
+        total_ += hi - lo;  // no memory, no run: the walk ends here
+        continue;
+      }
+      const region& g = regions.at(r++);
+      xa_pages_.push_back(reinterpret_cast<iov::page*>(g.mem));
+      if (!hole_seen) add_run(g.mem + lo, hi - lo, n);
+      else total_ += hi - lo;
+    }
+    if (!hole_seen) reachable_ = total_;
+    return;
+  }
+  if (kind_ == Kind::discard) {
+    total_ = reachable_ = d.len;
+    return;
+  }
+  for (size_t k = 0; k < regions.size(); k++) {
+    seg_start_.push_back(total_);
+    add_run(regions[k].mem + regions[k].lo, regions[k].hi - regions[k].lo, k);
+  }
+  reachable_ = total_;
+  if (kind_ == Kind::bvecq) {
+    size_t next = 0;
+    for (const iov::bvecq* bq : b_.bvecqs()) {
+      qsegs_.push_back({bq, next, 0});
+      for (unsigned slot = 0; slot < bq->nr_slots; slot++, next++) slot_home_.emplace_back(bq, slot);
+    }
+    size_t asked = 0;
+    for (unsigned nr : d.split) asked += nr;
+    EXPECT_TRUE(d.split.empty() || asked == d.segs.size()) << "make_bvecq: split does not cover the segments";
+  } else if (kind_ == Kind::folioq) {
+    unsigned start = d.first_slot;
+    for (const iov::folio_queue* fq : b_.folioqs()) {
+      qsegs_.push_back({fq, folios_.size(), start});
+      for (unsigned slot = start; slot < iov::folioq_count(fq); slot++) {
+        slot_home_.emplace_back(fq, slot);
+        folios_.push_back(fq->vec.folios[slot]);
+      }
+      start = 0;
+    }
   }
 }
-}  // namespace
+
+std::unique_ptr<Layout> Layout::make_ubuf(size_t len, size_t offset) {
+  return std::unique_ptr<Layout>(new Layout(Kind::ubuf, segs_desc({{len, offset}})));
+}
 
 std::unique_ptr<Layout> Layout::make_iovec(const std::vector<SegSpec>& segs) {
-  std::unique_ptr<Layout> l(new Layout(Kind::iovec));
-  make_vecs(segs, l->iovs_, [&](unsigned char* mem, size_t size, unsigned char* base, size_t len) {
-    l->bufs_.push_back({mem, size, size_t(base - mem), size_t(base - mem) + len, false, 0});
-    l->seg_start_.push_back(l->total_);
-    l->add_run(base, len, l->seg_start_.size() - 1);
-  });
-  l->reachable_ = l->total_;
-  return l;
+  return std::unique_ptr<Layout>(new Layout(Kind::iovec, segs_desc(segs)));
 }
 
 std::unique_ptr<Layout> Layout::make_kvec(const std::vector<SegSpec>& segs) {
-  std::unique_ptr<Layout> l(new Layout(Kind::kvec));
-  make_vecs(segs, l->kvs_, [&](unsigned char* mem, size_t size, unsigned char* base, size_t len) {
-    l->bufs_.push_back({mem, size, size_t(base - mem), size_t(base - mem) + len, false, 0});
-    l->seg_start_.push_back(l->total_);
-    l->add_run(base, len, l->seg_start_.size() - 1);
-  });
-  l->reachable_ = l->total_;
-  return l;
+  return std::unique_ptr<Layout>(new Layout(Kind::kvec, segs_desc(segs)));
 }
 
 std::unique_ptr<Layout> Layout::make_bvec(const std::vector<SegSpec>& segs) {
-  std::unique_ptr<Layout> l(new Layout(Kind::bvec));
-  for (const SegSpec& s : segs) {
-    unsigned order = order_for((s.offset + s.len + kGuardAfter + PAGE_SIZE - 1) / PAGE_SIZE);
-    iov::page* pg = iov::alloc_pages(iov::GFP_KERNEL, order);
-    auto* mem = reinterpret_cast<unsigned char*>(pg);
-    size_t size = PAGE_SIZE << order;
-    std::memset(mem, kGuardByte, size);
-    iov::bio_vec bv;
-    iov::bvec_set_page(&bv, pg, static_cast<unsigned>(s.len), static_cast<unsigned>(s.offset));
-    l->bvs_.push_back(bv);
-    l->bufs_.push_back({mem, size, s.offset, s.offset + s.len, true, order});
-    l->seg_start_.push_back(l->total_);
-    l->add_run(mem + s.offset, s.len, l->bvs_.size() - 1);
-  }
-  l->reachable_ = l->total_;
-  return l;
+  return std::unique_ptr<Layout>(new Layout(Kind::bvec, segs_desc(segs)));
 }
 
 std::unique_ptr<Layout> Layout::make_bvecq(const std::vector<SegSpec>& segs, std::vector<unsigned> split) {
-  std::unique_ptr<Layout> l = make_bvec(segs);
-  l->kind_ = Kind::bvecq;
-  if (split.empty())
-    for (size_t n = 0; n < segs.size() || split.empty(); n += 3) split.push_back(static_cast<unsigned>(std::min<size_t>(3, segs.size() - n)));
-  size_t next = 0;
-  for (unsigned nr : split) {
-    iov::bvecq* bq = iov::bvecq_alloc(static_cast<uint16_t>(std::max(nr, 1u)));
-    l->qsegs_.push_back({bq, next, 0});
-    for (unsigned k = 0; k < nr; k++) {
-      l->slot_home_.emplace_back(bq, bq->nr_slots);
-      bq->bv[bq->nr_slots++] = l->bvs_.at(next++);
-    }
-    if (!l->bqs_.empty()) {
-      l->bqs_.back()->next = bq;
-      bq->prev = l->bqs_.back();
-    }
-    l->bqs_.push_back(bq);
-  }
-  EXPECT_EQ(next, segs.size()) << "make_bvecq: split does not cover the segments";
-  return l;
+  iter_desc d = segs_desc(segs);
+  d.split = std::move(split);
+  return std::unique_ptr<Layout>(new Layout(Kind::bvecq, d));
 }
 
 size_t Layout::flat_slot(const void* q, unsigned slot) const {
@@ -184,83 +152,31 @@ size_t Layout::flat_slot(const void* q, unsigned slot) const {
 }
 
 std::unique_ptr<Layout> Layout::make_folioq(const std::vector<unsigned>& orders, unsigned first_slot, size_t offset) {
-  std::unique_ptr<Layout> l(new Layout(Kind::folioq));
-  l->fq_first_slot_ = first_slot;
-  l->fq_offset_ = offset;
-  auto add_segment = [&] {
-    auto* fq = new iov::folio_queue{};
-    iov::folioq_init(fq, 0);
-    if (!l->fqs_.empty()) {
-      l->fqs_.back()->next = fq;
-      fq->prev = l->fqs_.back();
-    }
-    l->fqs_.push_back(fq);
-    l->qsegs_.push_back({fq, l->folios_.size(), 0});
-  };
-  add_segment();
-  l->qsegs_.back().data_start = first_slot;
-  for (unsigned k = 0; k < first_slot; k++) {  // behind the start
-    iov::folio* f = iov::folio_alloc(iov::GFP_KERNEL, 0);
-    l->all_folios_.push_back(f);
-    iov::folioq_append(l->fqs_.back(), f);
-  }
-  for (unsigned order : orders) {
-    if (iov::folioq_full(l->fqs_.back())) add_segment();
-    iov::folio* f = iov::folio_alloc(iov::GFP_KERNEL, order);
-    l->all_folios_.push_back(f);
-    auto* mem = static_cast<unsigned char*>(iov::folio_address(f));
-    size_t size = iov::folio_size(f), lo = l->folios_.empty() ? std::min(offset, size) : 0;
-    std::memset(mem, kGuardByte, size);
-    l->slot_home_.emplace_back(l->fqs_.back(), iov::folioq_append(l->fqs_.back(), f));
-    l->folios_.push_back(f);
-    l->bufs_.push_back({mem, size, lo, size, true, kPutElsewhere});
-    l->seg_start_.push_back(l->total_);
-    l->add_run(mem + lo, size - lo, l->folios_.size() - 1);
-  }
-  l->reachable_ = l->total_;
-  return l;
+  iter_desc d;
+  d.orders = orders;
+  d.first_slot = first_slot;
+  d.offset = offset;
+  return std::unique_ptr<Layout>(new Layout(Kind::folioq, d));
 }
 
 std::vector<size_t> Layout::slot_lens() const {
   std::vector<size_t> v;
-  for (const iov::bio_vec& bv : bvs_) v.push_back(bv.bv_len);
+  for (const iov::bio_vec& bv : b_.bvecs()) v.push_back(bv.bv_len);
   return v;
 }
 
 std::unique_ptr<Layout> Layout::make_xarray(loff_t start, size_t len, const std::vector<size_t>& holes) {
-  std::unique_ptr<Layout> l(new Layout(Kind::xarray));
-  l->xa_ = std::make_unique<iov::xarray>();
-  l->xa_start_ = start;
-  size_t first = static_cast<size_t>(start), last = first + len;  // byte positions
-  size_t npages = len ? (last - 1) / PAGE_SIZE - first / PAGE_SIZE + 1 : 0;
-  bool hole_seen = false;
-  for (size_t n = 0; n < npages; n++) {
-    size_t page_pos = (first / PAGE_SIZE + n) * PAGE_SIZE;
-    size_t lo = std::max(first, page_pos) - page_pos, hi = std::min(last, page_pos + PAGE_SIZE) - page_pos;
-    if (std::find(holes.begin(), holes.end(), n) != holes.end()) {
-      l->xa_pages_.push_back(nullptr);
-      if (!hole_seen) l->reachable_ = l->total_;
-      hole_seen = true;
-      l->total_ += hi - lo;  // no memory, no run: the walk ends here
-      continue;
-    }
-    iov::page* pg = iov::alloc_page();
-    auto* mem = reinterpret_cast<unsigned char*>(pg);
-    std::memset(mem, kGuardByte, PAGE_SIZE);
-    iov::xa_store(l->xa_.get(), page_pos / PAGE_SIZE, pg);
-    l->xa_pages_.push_back(pg);
-    l->bufs_.push_back({mem, PAGE_SIZE, lo, hi, true, 0});
-    if (!hole_seen) l->add_run(mem + lo, hi - lo, n);
-    else l->total_ += hi - lo;
-  }
-  if (!hole_seen) l->reachable_ = l->total_;
-  return l;
+  iter_desc d;
+  d.start = start;
+  d.len = len;
+  d.holes = holes;
+  return std::unique_ptr<Layout>(new Layout(Kind::xarray, d));
 }
 
 std::unique_ptr<Layout> Layout::make_discard(size_t len) {
-  std::unique_ptr<Layout> l(new Layout(Kind::discard));
-  l->total_ = l->reachable_ = len;
-  return l;
+  iter_desc d;
+  d.len = len;
+  return std::unique_ptr<Layout>(new Layout(Kind::discard, d));
 }
 
 std::unique_ptr<Layout> Layout::random(Kind kind, std::mt19937_64& rng, size_t max_total) {
@@ -319,22 +235,7 @@ std::unique_ptr<Layout> Layout::random(Kind kind, std::mt19937_64& rng, size_t m
   }
 }
 
-iov::iov_iter Layout::iter(unsigned direction, size_t count) const {
-  iov::iov_iter it;
-  switch (kind_) {
-    case Kind::ubuf: iov::iov_iter_ubuf(&it, direction, ubuf_base_, count); break;
-    case Kind::iovec: iov::iov_iter_init(&it, direction, iovs_.data(), iovs_.size(), count); break;
-    case Kind::kvec: iov::iov_iter_kvec(&it, direction, kvs_.data(), kvs_.size(), count); break;
-    case Kind::bvec: iov::iov_iter_bvec(&it, direction, bvs_.data(), bvs_.size(), count); break;
-    case Kind::bvecq: iov::iov_iter_bvec_queue(&it, direction, bqs_.front(), 0, 0, count); break;
-    case Kind::folioq:
-      iov::iov_iter_folio_queue(&it, direction, fqs_.front(), fq_first_slot_, static_cast<unsigned>(fq_offset_), count);
-      break;
-    case Kind::xarray: iov::iov_iter_xarray(&it, direction, xa_.get(), xa_start_, count); break;
-    default: iov::iov_iter_discard(&it, iov::ITER_DEST, count); break;  // only ever ITER_DEST
-  }
-  return it;
-}
+iov::iov_iter Layout::iter(unsigned direction, size_t count) const { return b_.iter(direction, count); }
 
 unsigned char* Layout::addr(size_t flat) const {
   for (const Chunk& r : runs_)
@@ -376,12 +277,7 @@ void Layout::scatter(const std::vector<unsigned char>& flat) {
 
 void Layout::fill(uint64_t seed) { scatter(random_bytes(seed, total_)); }
 
-bool Layout::guards_intact() const {
-  for (const Buffer& b : bufs_)
-    for (size_t k = 0; k < b.size; k++)
-      if ((k < b.lo || k >= b.hi) && b.mem[k] != kGuardByte) return false;
-  return true;
-}
+bool Layout::guards_intact() const { return b_.guards_intact(); }
 
 iov::page* Layout::xa_page(size_t n) const { return n < xa_pages_.size() ? xa_pages_[n] : nullptr; }
 

@@ -1,7 +1,7 @@
 // model.hpp: an independent model of an iterator's memory, for the tests.
 //
 // A Layout owns the segments behind one iterator of any type and the memory
-// they describe, and maps the iterator's flat byte offsets (0 .. total) to
+// they describe (an iter_builder, kit/iter_builder.hpp), and maps the iterator's flat byte offsets (0 .. total) to
 // addresses. Tests compute what an operation should do on a flat vector with
 // plain loops and memcpy, and compare that with what the library did:
 //
@@ -25,6 +25,7 @@
 #include <gtest/gtest.h>
 
 #include "iov/iov.hpp"
+#include "kit/iter_builder.hpp"
 
 namespace iov_test {
 
@@ -32,6 +33,7 @@ enum class Kind { ubuf, iovec, kvec, bvec, bvecq, folioq, xarray, discard };
 inline constexpr Kind kAllKinds[] = {Kind::ubuf,   Kind::iovec,  Kind::kvec,   Kind::bvec,
                                      Kind::bvecq,  Kind::folioq, Kind::xarray, Kind::discard};
 const char* kind_name(Kind k);
+iov::iter_type iter_type_of(Kind k);
 inline bool user_backed(Kind k) { return k == Kind::ubuf || k == Kind::iovec; }
 // BVEC, BVECQ, FOLIOQ and XARRAY pieces never cross a page.
 inline bool page_split(Kind k) {
@@ -44,10 +46,7 @@ inline bool queued(Kind k) { return k == Kind::bvecq || k == Kind::folioq; }
 // iovec and kvec the offset is where the buffer starts within its page; for
 // bvec it is bv_offset into a run of frames from one alloc_pages() (it may
 // exceed PAGE_SIZE).
-struct SegSpec {
-  size_t len;
-  size_t offset;
-};
+using SegSpec = seg_desc;
 
 // A contiguous run of the iterator's bytes: `len` bytes at `base`, which are
 // bytes flat .. flat + len of the iterator, in segment `seg`.
@@ -113,14 +112,14 @@ class Layout {
   void fill(uint64_t seed);       // scatter(random_bytes(seed, total()))
   bool guards_intact() const;     // nothing outside the segments was written
 
-  void* ubuf_base() const { return ubuf_base_; }
-  const std::vector<::iovec>& iovecs() const { return iovs_; }
-  const std::vector<iov::kvec>& kvecs() const { return kvs_; }
-  const std::vector<iov::bio_vec>& bvecs() const { return bvs_; }
-  iov::bvecq* bvecq_head() const { return bqs_.empty() ? nullptr : bqs_.front(); }
-  iov::folio_queue* folioq_head() const { return fqs_.empty() ? nullptr : fqs_.front(); }
-  unsigned folioq_first_slot() const { return fq_first_slot_; }
-  size_t folioq_offset() const { return fq_offset_; }
+  void* ubuf_base() const { return b_.ubuf(); }
+  const std::vector<::iovec>& iovecs() const { return b_.iovecs(); }
+  const std::vector<iov::kvec>& kvecs() const { return b_.kvecs(); }
+  const std::vector<iov::bio_vec>& bvecs() const { return b_.bvecs(); }
+  iov::bvecq* bvecq_head() const { return b_.bvecqs().empty() ? nullptr : b_.bvecqs().front(); }
+  iov::folio_queue* folioq_head() const { return b_.folioqs().empty() ? nullptr : b_.folioqs().front(); }
+  unsigned folioq_first_slot() const { return b_.folioq_first_slot(); }
+  size_t folioq_offset() const { return b_.folioq_offset(); }
   iov::folio* folio_of(size_t seg) const { return folios_.at(seg); }  // FOLIOQ: the folio of a segment
   // The slot lengths of a queue in order, across its segments.
   std::vector<size_t> slot_lens() const;
@@ -129,23 +128,18 @@ class Layout {
   // The flat segment index of slot `slot` of queue segment `q` (a slot past a
   // segment's end is the next segment's first).
   size_t flat_slot(const void* q, unsigned slot) const;
-  iov::xarray* xa() const { return xa_.get(); }
-  loff_t xa_start() const { return xa_start_; }
+  iov::xarray* xa() const { return b_.xa(); }
+  loff_t xa_start() const { return b_.xa_start(); }
   iov::page* xa_page(size_t n) const;  // the page of page number n (counted from the first)
 
  private:
-  struct Buffer;
-  explicit Layout(Kind kind);
+  Layout(Kind kind, const iter_desc& d);
   void add_run(unsigned char* base, size_t len, size_t seg);
+  void describe(const iter_desc& d);
 
   Kind kind_;
+  iter_builder b_;  // the segments and the memory
   size_t total_ = 0, reachable_ = 0;
-  void* ubuf_base_ = nullptr;
-  std::vector<Buffer> bufs_;
-  std::vector<::iovec> iovs_;
-  std::vector<iov::kvec> kvs_;
-  std::vector<iov::bio_vec> bvs_;
-  std::vector<iov::bvecq*> bqs_;
   std::vector<std::pair<const void*, unsigned>> slot_home_;
   struct QueueSeg {
     const void* q;
@@ -153,13 +147,7 @@ class Layout {
     unsigned data_start;  // slots ahead of the data (FOLIOQ: first_slot in the first segment)
   };
   std::vector<QueueSeg> qsegs_;
-  std::vector<iov::folio_queue*> fqs_;
-  std::vector<iov::folio*> folios_;      // the folio of each segment
-  std::vector<iov::folio*> all_folios_;  // fillers included: put when the layout goes
-  unsigned fq_first_slot_ = 0;
-  size_t fq_offset_ = 0;
-  std::unique_ptr<iov::xarray> xa_;
-  loff_t xa_start_ = 0;
+  std::vector<iov::folio*> folios_;  // FOLIOQ: the folio of each segment
   std::vector<iov::page*> xa_pages_;
   std::vector<Chunk> runs_;
   std::vector<size_t> seg_start_;

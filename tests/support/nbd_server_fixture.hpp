@@ -164,14 +164,22 @@ class local_server {
     return c;
   }
 
-  // A client in transmission, after GO (and STRUCTURED_REPLY, base:allocation
-  // when asked); GO's answer goes to *go.
+  // The replies a client negotiates: simple, STRUCTURED_REPLY or EXTENDED_HEADERS.
+  enum class headers { simple, structured, extended };
+
+  // A client in transmission, after GO (and the headers asked for,
+  // base:allocation when asked); GO's answer goes to *go.
   std::unique_ptr<client> open(bool structured, bool meta = false, export_info* go = nullptr) {
+    return open(structured ? headers::structured : headers::simple, meta, go);
+  }
+  std::unique_ptr<client> open(headers h, bool meta = false, export_info* go = nullptr) {
     auto c = connect();
     if (!c || !c->greet())
       return ADD_FAILURE() << "handshake: " << (c ? c->last_error() : "no connection"), nullptr;
-    if (structured && !c->opt_structured_reply())
+    if (h == headers::structured && !c->opt_structured_reply())
       return ADD_FAILURE() << "STRUCTURED_REPLY: " << c->last_error(), nullptr;
+    if (h == headers::extended && c->opt_extended_headers() != REP_ACK)
+      return ADD_FAILURE() << "EXTENDED_HEADERS: " << c->last_error(), nullptr;
     if (meta) {
       auto m = c->opt_meta_context(OPT_SET_META_CONTEXT, "", {"base:allocation"});
       if (m.final_type != REP_ACK || m.contexts.size() != 1)

@@ -26,10 +26,8 @@ inline void bvecq_advance(iov_iter* i, size_t by) {
   by += i->iov_offset;  // from the beginning of the current slot
   do {
     if (slot >= bq->nr_slots) {
-      if (!bq->next)
+      if (!bvecq_next_slot(&bq, &slot))
         break;
-      bq = bq->next;
-      slot = 0;
       continue;
     }
     size_t len = bq->bv[slot].bv_len;
@@ -151,10 +149,8 @@ inline size_t bvecq_single_seg_count(const iov_iter* i) {
   unsigned slot = i->bvecq_slot;
   size_t offset = i->iov_offset;
   while (slot >= bq->nr_slots) {
-    bq = bq->next;
-    if (!bq)
+    if (!bvecq_next_slot(&bq, &slot))
       return 0;
-    slot = 0;
     offset = 0;
   }
   return std::min(i->count, size_t{bq->bv[slot].bv_len} - offset);
