@@ -16,6 +16,7 @@
 
 #include "page_alloc_internal.hpp"
 
+#include <pthread.h>
 #include <urcu/urcu-bp.h>
 
 #include <atomic>
@@ -167,7 +168,13 @@ void rcu_barrier() noexcept {
   tsan_acquire(callbacks_ran_addr());
 }
 
-void rcu_start_callback_thread() noexcept { (void)urcu_bp_get_default_call_rcu_data(); }
+bool rcu_start_callback_thread() noexcept {
+  pthread_t probe;
+  if (pthread_create(&probe, nullptr, [](void*) -> void* { return nullptr; }, nullptr) != 0) return false;
+  pthread_join(probe, nullptr);
+  (void)urcu_bp_get_default_call_rcu_data();
+  return true;
+}
 
 void call_rcu(iov::rcu_head* head, void (*func)(iov::rcu_head*)) noexcept {
   register_exit_barrier();

@@ -62,8 +62,10 @@ void rcu_barrier() noexcept;
 // now rather than at the first call_rcu(): liburcu ends the process when it
 // cannot create that thread, so a program that will free after grace
 // periods makes it while it starts, not when memory or threads run short
-// (user space only; the devices call it when they are made).
-void rcu_start_callback_thread() noexcept;
+// (user space only; brd calls it when it is made). Where no thread can be
+// created now it does nothing and returns false: the program then meets
+// the limit in its own thread creation first, with its own error.
+bool rcu_start_callback_thread() noexcept;
 
 // Embed one in an object to free it with call_rcu(), as in the kernel
 // (struct callback_head). `node` belongs to liburcu while the callback is pending.

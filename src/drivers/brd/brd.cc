@@ -376,7 +376,7 @@ brd_device::brd_device(const brd_config& config)
     : blkdev(config.size >> SECTOR_SHIFT, brd_limits()), brd_(std::make_unique<drivers::internal::brd>(config)) {
   set_copy_mode(config.copy_mode);
   set_iteration(config.iteration);
-  rcu_start_callback_thread();  // pages replaced or discarded are freed from it
+  (void)rcu_start_callback_thread();  // pages replaced or discarded are freed from it
 }
 
 absl::StatusOr<std::unique_ptr<brd_device>> brd_device::create(const brd_config& config) {
