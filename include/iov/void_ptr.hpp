@@ -13,9 +13,10 @@
 // bytes. It compares with pointers and nullptr and tests as a bool, so code
 // written for a plain void* result keeps compiling; `auto` holds a void_ptr,
 // static_cast<T*>() still works, and so does a cast to an integer
-// (`(unsigned long)page_address(pg)`). One thing does not: `c ? a_void_ptr :
-// a_void_star` is ambiguous (each converts to the other); name the type on
-// one side.
+// (`(unsigned long)page_address(pg)`, static_cast<uintptr_t>()). Two things do
+// not: reinterpret_cast<uintptr_t>() of a void_ptr (use static_cast or .get()),
+// and `c ? a_void_ptr : a_void_star`, which is ambiguous (each converts to the
+// other); name the type on one side.
 #pragma once
 
 #include <concepts>
