@@ -235,6 +235,22 @@ TEST(DupIter, CopiesTheSegmentsFromTheCurrentOneOn) {
   }
 }
 
+// An iterator of no segments may have no array (the kernel's callers pass
+// NULL with nr_segs 0): the duplicate is an empty array of its own.
+TEST(DupIter, NoSegmentsAndNoArray) {
+  for (auto init : {+[](iov::iov_iter* i) { iov::iov_iter_init(i, iov::ITER_DEST, nullptr, 0, 0); },
+                    +[](iov::iov_iter* i) { iov::iov_iter_kvec(i, iov::ITER_DEST, nullptr, 0, 0); },
+                    +[](iov::iov_iter* i) { iov::iov_iter_bvec(i, iov::ITER_DEST, nullptr, 0, 0); }}) {
+    iov::iov_iter it, dup;
+    init(&it);
+    const void* copy = iov::dup_iter(&dup, &it, iov::GFP_KERNEL);
+    EXPECT_NE(copy, nullptr);
+    EXPECT_EQ(dup.count, 0u);
+    EXPECT_EQ(dup.nr_segs, 0u);
+    std::free(const_cast<void*>(copy));
+  }
+}
+
 TEST(NpagesCap, CountsTheFirstBytesAndRestoresTheCount) {
   for (const auto& l : iov_test::edge_layouts()) {
     SCOPED_TRACE(iov_test::kind_name(l->kind()));
