@@ -270,7 +270,7 @@ void check_table(const iov::mapped_ubuf* imu, const reg& r) {
   const uintptr_t folio = uintptr_t{1} << r.folio_shift;
   for (size_t k = 0; k < imu->bvec.size(); k++) {
     const iov::bio_vec& bv = imu->bvec[k];
-    FUZZ_CHECK(reinterpret_cast<uintptr_t>(iov::page_address(bv.bv_page)) + bv.bv_offset == at);
+    FUZZ_CHECK(static_cast<uintptr_t>(iov::page_address(bv.bv_page)) + bv.bv_offset == at);
     FUZZ_CHECK(bv.bv_len > 0 && (at & (folio - 1)) + bv.bv_len <= folio && (k == 0 || !(at & (folio - 1))));
     at += bv.bv_len;
   }

@@ -9,6 +9,11 @@
 // The data operations run on a copy of the iterator through their *_outofline
 // twin (generic_iterate) as well, and both must agree. extract_pages must make
 // progress but at an XARRAY hole or an empty bio_vec (where the kernel's stops too).
+// The uio.h names ports use besides run in the same sequences: get_pages2 and
+// _alloc2 (pages, and a reference on each for kernel-backed types, all put
+// back), npages_cap, gap_alignment, copy_page_to_iter_nofault, copy_mc_to_iter,
+// copy_from_iter_flushcache, copy_from_iter_full_nocache and dup_iter
+// (fuzz_uio_names.hpp).
 //
 //   cmake --preset fuzz && cmake --build --preset fuzz --target fuzz_iov_iter
 //   build/fuzz/fuzz/fuzz_iov_iter -max_total_time=60 fuzz/corpus/fuzz_iov_iter
@@ -20,9 +25,9 @@
 #include <vector>
 
 #include "fuzz_model.hpp"
+#include "fuzz_uio_names.hpp"
 #include "iov/extract.hpp"
 #include "iov/internal/crc32c_simd.hpp"
-#include "iov/extract.hpp"
 #include "iov/internal/outofline.hpp"
 
 namespace {
@@ -328,7 +333,9 @@ struct saved_state {
 void run_op(layout& L, input& in, saved_state& saved) {
   uint8_t op = in.u8();
   bool ool = op & 0x80;  // which of the twins acts on the iterator itself
-  switch ((op & 0x3f) % 14) {
+  // The names added last take the top eight codes, so that most inputs from
+  // before them keep their meaning.
+  switch ((op & 0x3f) >= 56 ? 14 + ((op & 0x3f) - 56) : (op & 0x3f) % 14) {
     case 0: {
       crc_level_scope level(op & 0x40);
       op_copy_to(L, in, ool);
@@ -392,6 +399,15 @@ void run_op(layout& L, input& in, saved_state& saved) {
       }
       break;
     case 12: op_extract(L, in); break;
+    case 14: fuzz::uio::op_get_pages(L, in); break;
+    case 15: fuzz::uio::op_npages_cap(L, in); break;
+    case 16: fuzz::uio::op_gap_alignment(L); break;
+    case 17: fuzz::uio::op_copy_to_variants(L, in, ool); break;
+    case 18: fuzz::uio::op_copy_from_variants(L, in, ool); break;
+    case 19: fuzz::uio::op_dup(L, in); break;
+    case 20: fuzz::uio::op_get_pages(L, in); break;
+    case 21: fuzz::uio::op_copy_to_variants(L, in, ool); break;
+    case 13:
     default:
       if (op & 0x40)
         (op & 0x20) ? op_crc_stream(in) : op_crc_flat(in);

@@ -247,7 +247,8 @@ const void* dup_iter(iov_iter* new_iter, iov_iter* old, gfp_t) {
   new_iter->bvec = static_cast<const bio_vec*>(copy);  // nullptr when it failed, as the kernel's
   if (!copy)
     return nullptr;
-  std::memcpy(copy, segs, new_iter->nr_segs * seg_size);
+  if (new_iter->nr_segs)  // an iterator with no segments may have no array: memcpy() wants one
+    std::memcpy(copy, segs, new_iter->nr_segs * seg_size);
   new_iter->segs_origin = copy;  // the copy starts at the current segment: no reverting before it
   return copy;
 }

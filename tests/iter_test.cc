@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "iov/iov.hpp"
+#include "support/model.hpp"
 
 namespace {
 
@@ -130,6 +131,70 @@ TEST(TypedIter, WalksLikeTheGenericIter) {
   EXPECT_EQ(typed.raw().bvec, generic.raw().bvec);
   EXPECT_EQ(typed.raw().iov_offset, generic.raw().iov_offset);
   iov::free_pages(p, 2);
+}
+
+// The queue types: the typed walk hands its step the pieces the model says a
+// walk of those bytes has (page-split, across queue segments), moves the
+// iterator as the generic walk does, and stops where a short step stops it.
+using Piece = std::pair<std::byte*, size_t>;
+std::vector<Piece> model_pieces(const iov_test::Layout& l, size_t pos, size_t len) {
+  std::vector<Piece> v;
+  for (const iov_test::Chunk& c : l.pieces(pos, len))
+    v.emplace_back(reinterpret_cast<std::byte*>(c.base), c.len);
+  return v;
+}
+
+template <class Typed>
+void expect_typed_queue_walk(const iov_test::Layout& l, Typed typed) {
+  SCOPED_TRACE(iov_test::kind_name(l.kind()));
+  iov::iter generic(l.iter(iov::ITER_SOURCE));
+  EXPECT_EQ(typed.type(), generic.type());
+  EXPECT_EQ(typed.count(), l.total());
+  std::vector<Piece> a, b;
+  auto record = [](std::vector<Piece>& out) {
+    return [&out](std::span<std::byte> piece, size_t) -> size_t {
+      if (!piece.empty())
+        out.emplace_back(piece.data(), piece.size());
+      return 0;
+    };
+  };
+  size_t first = l.total() / 3 + 1;
+  EXPECT_EQ(typed.iterate(first, record(a)), first);
+  EXPECT_EQ(generic.iterate(first, record(b)), first);
+  EXPECT_EQ(a, model_pieces(l, 0, first));
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(iov_test::state_of(typed.raw()), iov_test::state_of(generic.raw()));
+  iov_test::expect_at(l, typed.raw(), first, l.total() - first);
+  // A step that leaves 7 bytes of its second piece ends the walk there.
+  size_t calls = 0, progress_at_stop = 0;
+  size_t n = typed.iterate(SIZE_MAX, [&](std::span<std::byte> piece, size_t progress) -> size_t {
+    if (++calls < 2 || piece.size() <= 7)
+      return 0;
+    progress_at_stop = progress + piece.size() - 7;
+    return 7;
+  });
+  if (progress_at_stop) {
+    EXPECT_EQ(n, progress_at_stop);
+    iov_test::expect_at(l, typed.raw(), first + n, l.total() - first - n);
+  } else {
+    EXPECT_EQ(n, l.total() - first);
+  }
+}
+
+TEST(TypedIter, FolioqWalksLikeTheModel) {
+  for (auto& l : {iov_test::Layout::make_folioq({0, 1, 0, 2}, 0, 100), iov_test::Layout::make_folioq({1, 0, 2}, 30, 5000)}) {
+    l->fill(3);
+    auto typed = iov::folioq_typed_iter::make(iov::ITER_SOURCE, *l->folioq_head(), l->folioq_first_slot(),
+                                              static_cast<unsigned>(l->folioq_offset()), l->total());
+    expect_typed_queue_walk(*l, typed);
+  }
+}
+
+TEST(TypedIter, BvecqWalksLikeTheModel) {
+  auto l = iov_test::Layout::make_bvecq({{5000, 3000}, {0, 0}, {100, 7}, {4096, 0}, {2000, 2096}}, {2, 0, 3});
+  l->fill(4);
+  auto typed = iov::bvecq_typed_iter::make(iov::ITER_SOURCE, *l->bvecq_head(), 0u, 0u, l->total());
+  expect_typed_queue_walk(*l, typed);
 }
 
 TEST(TypedIter, DiscardCountsWithoutCallingTheStep) {

@@ -235,6 +235,22 @@ TEST(DupIter, CopiesTheSegmentsFromTheCurrentOneOn) {
   }
 }
 
+// An iterator of no segments may have no array (the kernel's callers pass
+// NULL with nr_segs 0): the duplicate is an empty array of its own.
+TEST(DupIter, NoSegmentsAndNoArray) {
+  for (auto init : {+[](iov::iov_iter* i) { iov::iov_iter_init(i, iov::ITER_DEST, nullptr, 0, 0); },
+                    +[](iov::iov_iter* i) { iov::iov_iter_kvec(i, iov::ITER_DEST, nullptr, 0, 0); },
+                    +[](iov::iov_iter* i) { iov::iov_iter_bvec(i, iov::ITER_DEST, nullptr, 0, 0); }}) {
+    iov::iov_iter it, dup;
+    init(&it);
+    const void* copy = iov::dup_iter(&dup, &it, iov::GFP_KERNEL);
+    EXPECT_NE(copy, nullptr);
+    EXPECT_EQ(dup.count, 0u);
+    EXPECT_EQ(dup.nr_segs, 0u);
+    std::free(const_cast<void*>(copy));
+  }
+}
+
 TEST(NpagesCap, CountsTheFirstBytesAndRestoresTheCount) {
   for (const auto& l : iov_test::edge_layouts()) {
     SCOPED_TRACE(iov_test::kind_name(l->kind()));
@@ -272,8 +288,21 @@ TEST(GapAlignment, OrsEachStartWithThePreviousEnd) {
   EXPECT_EQ(iov::iov_iter_gap_alignment(&it), static_cast<unsigned long>(~0U)) << "the kernel's WARN_ON value";
 }
 
+// The pages come with a reference each (get_pages_test.cc counts them); a
+// compound allocation gives each frame one to take.
+struct CompoundRun {
+  iov::page* p = iov::alloc_pages(iov::GFP_KERNEL | iov::__GFP_COMP, 2);
+  ~CompoundRun() { iov::__free_pages(p, 2); }
+  iov::page* get() const { return p; }
+  unsigned char* bytes() const { return reinterpret_cast<unsigned char*>(p); }
+};
+void put_pages(iov::page** pages, size_t n) {
+  for (size_t k = 0; k < n; k++)
+    iov::put_page(pages[k]);
+}
+
 TEST(GetPages2, UserBackedPagesOfTheFirstSegment) {
-  iov_test::PageRun run(2);
+  CompoundRun run;
   char* base = reinterpret_cast<char*>(run.bytes());
   ::iovec v[3] = {{base, 0}, {base + 100, 2 * PAGE_SIZE}, {base, 10}};
   iov::iov_iter it;
@@ -285,14 +314,16 @@ TEST(GetPages2, UserBackedPagesOfTheFirstSegment) {
   EXPECT_EQ(pages[0], run.get());
   EXPECT_EQ(pages[2], run.get() + 2);
   EXPECT_EQ(it.count, 10u);
+  put_pages(pages, 3);
   // maxpages bounds the bytes: one page from offset 100.
   iov::iov_iter_init(&it, iov::ITER_DEST, v, 3, 2 * PAGE_SIZE + 10);
   EXPECT_EQ(iov::iov_iter_get_pages2(&it, pages, SIZE_MAX, 1, &start), static_cast<ssize_t>(PAGE_SIZE - 100));
+  put_pages(pages, 1);
   EXPECT_EQ(iov::iov_iter_get_pages2(&it, pages, SIZE_MAX, 0, &start), 0) << "maxpages 0";
 }
 
 TEST(GetPages2, BvecStopsAtTheEndOfTheBvec) {
-  iov_test::PageRun run(2);
+  CompoundRun run;
   iov::bio_vec bv[2] = {{run.get(), 5000, 3000}, {run.get(), 100, 0}};
   iov::iov_iter it;
   iov::iov_iter_bvec(&it, iov::ITER_SOURCE, bv, 2, 5100);
@@ -305,8 +336,10 @@ TEST(GetPages2, BvecStopsAtTheEndOfTheBvec) {
   EXPECT_EQ(it.bvec, &bv[1]) << "stepped into the next bvec";
   EXPECT_EQ(it.iov_offset, 0u);
   EXPECT_EQ(it.nr_segs, 1u);
+  put_pages(pages, 2);
   EXPECT_EQ(iov::iov_iter_get_pages2(&it, pages, 40, 4, &start), 40);
   EXPECT_EQ(it.iov_offset, 40u);
+  put_pages(pages, 1);
 }
 
 TEST(GetPages2, KvecAndDiscardAreEfault) {
@@ -331,6 +364,7 @@ TEST(GetPagesAlloc2, AllocatesTheArray) {
   EXPECT_EQ(start, 7u);
   for (size_t k = 0; k < 4; k++)
     EXPECT_EQ(pages[k], l->xa_page(k));
+  put_pages(pages, 4);
   std::free(pages);
   EXPECT_EQ(iov::iov_iter_get_pages_alloc2(&it, &pages, SIZE_MAX, &start), 0);
   EXPECT_EQ(pages, nullptr) << "freed and cleared when nothing was got";

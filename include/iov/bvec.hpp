@@ -56,11 +56,9 @@ inline void bvec_set_virt(bio_vec* bv, void* vaddr, unsigned len) {
 
 // The piece's address. Frames are contiguous, so bv_offset may reach past the
 // first page, as in a kernel without highmem.
-inline void* bvec_virt(const bio_vec* bvec) {
-  return static_cast<char*>(page_address(bvec->bv_page)) + bvec->bv_offset;
-}
-inline void* bvec_kmap_local(const bio_vec* bvec) {
-  return static_cast<char*>(kmap_local_page(bvec->bv_page)) + bvec->bv_offset;
+inline void_ptr bvec_virt(const bio_vec* bvec) { return page_address(bvec->bv_page) + bvec->bv_offset; }
+inline void_ptr bvec_kmap_local(const bio_vec* bvec) {
+  return kmap_local_page(bvec->bv_page) + bvec->bv_offset;
 }
 // The kernel's take char*; void* accepts what C callers pass.
 inline void memcpy_from_bvec(void* to, const bio_vec* bvec) {

@@ -379,10 +379,10 @@ inline unsigned iov_iter_to_iovecs(const iov_iter* i, ::iovec* vecs, unsigned ma
 
 // --- iov_iter_get_pages2() and friends (uio.h, lib/iov_iter.c) ---------------------
 
-// Nothing is pinned or referenced in user space, so a caller that asks whether
-// it must unpin what iov_iter_extract_pages() gave it is told no. (The kernel
-// answers user_backed_iter(): pinned user pages. A port's unpin branch is
-// then never taken.)
+// iov_iter_extract_pages() pins nothing and takes no reference, so a caller
+// that asks whether it must unpin what it got is told no. (The kernel answers
+// user_backed_iter(): it pins user pages, and takes nothing on kernel-backed
+// ones, as here. A port's unpin branch is then never taken.)
 inline bool iov_iter_extract_will_pin(const iov_iter*) { return false; }
 
 namespace internal {
@@ -412,33 +412,56 @@ inline ssize_t get_bvec_pages(iov_iter* i, page*** pages, size_t maxsize, unsign
   return static_cast<ssize_t>(maxsize);
 }
 
-// The kernel's __iov_iter_get_pages_alloc(). User-backed: the pages of the
-// first non-empty segment; BVEC: of the current bvec; XARRAY: consecutive
-// present pages; KVEC and DISCARD: -EFAULT (the kernel's too).
-inline ssize_t get_pages_alloc(iov_iter* i, page*** pages, size_t maxsize, unsigned maxpages, size_t* start) {
-  maxsize = std::min({maxsize, i->count, MAX_RW_COUNT});
-  if (!maxsize)
-    return 0;
+// Which pages __iov_iter_get_pages_alloc() returns. User-backed: the pages of
+// the first non-empty segment; BVEC: of the current bvec; FOLIOQ: page by page
+// through the folios (the kernel's iter_folioq_get_pages() ends where its
+// extraction does); XARRAY: consecutive present pages; KVEC, DISCARD and
+// BVECQ: -EFAULT (the kernel's too; BVECQ as posted, docs/iterators.md).
+inline ssize_t find_pages(iov_iter* i, page*** pages, size_t maxsize, unsigned maxpages, size_t* start) {
   switch (i->type) {
     case ITER_UBUF:
     case ITER_IOVEC:
       return extract_user_pages(i, pages, maxsize, maxpages, start);
     case ITER_BVEC:
       return get_bvec_pages(i, pages, maxsize, maxpages, start);
+    case ITER_FOLIOQ:
+      return extract_folioq_pages(i, pages, maxsize, maxpages, start);
     case ITER_XARRAY:
       return extract_xarray_pages(i, pages, maxsize, maxpages, start);
     default:
       return -EFAULT;
   }
 }
+
+// The kernel's __iov_iter_get_pages_alloc(): the pages, each with a reference
+// the caller drops with put_page() (the kernel's get_user_pages_fast() takes
+// one on a user page, folio_get()/get_page() on a kernel one). The entries
+// that hold the returned bytes are the first DIV_ROUND_UP(start + bytes,
+// PAGE_SIZE), and only they are referenced: a kernel caller puts that many.
+// A page that appears twice gets two references. Memory not from the page
+// allocator has no count (get_page() leaves it alone, as the kernel's leaves
+// slab memory); a later frame of an allocation without __GFP_COMP has none
+// either, and referencing it is the kernel's BUG (get_page()'s abort).
+inline ssize_t get_pages_alloc(iov_iter* i, page*** pages, size_t maxsize, unsigned maxpages, size_t* start) {
+  maxsize = std::min({maxsize, i->count, MAX_RW_COUNT});
+  if (!maxsize)
+    return 0;
+  ssize_t res = find_pages(i, pages, maxsize, maxpages, start);
+  if (res > 0) {
+    size_t n = div_round_up(static_cast<size_t>(res) + *start, PAGE_SIZE);
+    for (size_t k = 0; k < n; k++)
+      get_page((*pages)[k]);
+  }
+  return res;
+}
 }  // namespace internal
 
 // The pages under the next bytes of *i, at most maxpages into pages[], with
 // *start the offset into the first; returns the bytes they cover (0, -EFAULT,
-// -ENOMEM) and advances by them. No page reference is taken (see
-// iov_iter_extract_will_pin()): a kernel caller's put_page() of each has no
-// counterpart here. A null pages is the kernel's BUG_ON: 0, or an abort with
-// IOV_CHECKS on.
+// -ENOMEM) and advances by them. Each of the DIV_ROUND_UP(*start + bytes,
+// PAGE_SIZE) pages returned holds a reference for the caller, who put_page()s
+// each, as in the kernel. A null pages is the kernel's BUG_ON: 0, or an abort
+// with IOV_CHECKS on.
 inline ssize_t iov_iter_get_pages2(iov_iter* i, page** pages, size_t maxsize, unsigned maxpages, size_t* start) {
   if (!maxpages)
     return 0;
@@ -447,8 +470,9 @@ inline ssize_t iov_iter_get_pages2(iov_iter* i, page** pages, size_t maxsize, un
   return internal::get_pages_alloc(i, &pages, maxsize, maxpages, start);
 }
 
-// As iov_iter_get_pages2(), into an array it malloc()s (*pages; free() it, as
-// the kernel's caller kvfree()s it); *pages is nullptr when nothing was got.
+// As iov_iter_get_pages2(), into an array it malloc()s (*pages; put_page() each
+// page, then free() it, as the kernel's caller kvfree()s it); *pages is nullptr
+// when nothing was got.
 inline ssize_t iov_iter_get_pages_alloc2(iov_iter* i, page*** pages, size_t maxsize, size_t* start) {
   *pages = nullptr;
   ssize_t len = internal::get_pages_alloc(i, pages, maxsize, ~0U, start);

@@ -39,7 +39,7 @@ inline const page* folio_page(const folio* f, unsigned long n) { return &f->page
 inline unsigned folio_order(const folio* f) { return compound_order(&f->page); }
 inline unsigned long folio_nr_pages(const folio* f) { return 1ul << folio_order(f); }
 inline size_t folio_size(const folio* f) { return PAGE_SIZE << folio_order(f); }
-inline void* folio_address(const folio* f) { return page_address(&f->page); }
+inline void_ptr folio_address(const folio* f) { return page_address(&f->page); }
 inline bool folio_test_large(const folio* f) { return folio_order(f) > 0; }
 
 inline void folio_get(folio* f) { get_page(&f->page); }
@@ -52,8 +52,8 @@ inline folio* folio_alloc(gfp_t gfp, unsigned order) {
 }
 
 // The address of byte `offset` of the folio (mapped as a whole: no highmem).
-inline void* kmap_local_folio(folio* f, size_t offset) {
-  return static_cast<char*>(kmap_local_page(folio_page(f, offset / PAGE_SIZE))) + offset % PAGE_SIZE;
+inline void_ptr kmap_local_folio(folio* f, size_t offset) {
+  return kmap_local_page(folio_page(f, offset / PAGE_SIZE)) + offset % PAGE_SIZE;
 }
 
 // highmem.h. offset + len beyond the folio is the kernel's VM_BUG_ON: the

@@ -4,11 +4,15 @@
 // There is no highmem in user space: kmap_local_page() is page_address() and
 // kunmap_local() does nothing (nor do kmap()/kmap_atomic() and their unmaps),
 // so code ported from the kernel keeps its map/unmap pairs and they cost
-// nothing.
+// nothing. The mappings return a void_ptr (void_ptr.hpp), so kernel code that
+// assigns the address to a typed pointer or offsets it by bytes (GNU C's
+// void* arithmetic) ports without casts; any address inside the mapping may
+// be passed to the unmap, as in the kernel.
 //
 //   iov::memcpy_to_page(p, 512, buf, 1024);     // bounds: off + len <= PAGE_SIZE
-//   char* addr = static_cast<char*>(iov::kmap_local_page(p));
-//   iov::kunmap_local(addr);
+//   char* addr = iov::kmap_local_page(p);
+//   memcpy(iov::kmap_local_page(p) + 512, buf, 1024);
+//   iov::kunmap_local(addr + 100);
 #pragma once
 
 #include <cstddef>
@@ -19,7 +23,7 @@
 
 namespace iov {
 
-inline void* kmap_local_page(page* p) { return page_address(p); }
+inline void_ptr kmap_local_page(page* p) { return page_address(p); }
 inline void kunmap_local(const void*) {}
 
 // highmem.h. Each helper stays within one page; off + len > PAGE_SIZE is the
@@ -73,9 +77,9 @@ inline void zero_user(page* p, unsigned start, unsigned size) {
 
 // kmap() and kmap_atomic() are kmap_local_page(); their unmaps do nothing.
 // kunmap() takes the page, kunmap_atomic() the address, as the kernel's.
-inline void* kmap(page* p) { return page_address(p); }
+inline void_ptr kmap(page* p) { return page_address(p); }
 inline void kunmap(page*) {}
-inline void* kmap_atomic(page* p) { return page_address(p); }
+inline void_ptr kmap_atomic(page* p) { return page_address(p); }
 inline void kunmap_atomic(const void*) {}
 
 // Nothing to do: user space has no aliasing data cache to write back.

@@ -13,7 +13,7 @@
 // page_ref_count() reports the owner's single reference.
 //
 //   iov::page* p = iov::alloc_page(iov::GFP_KERNEL | iov::__GFP_ZERO);
-//   char* addr = static_cast<char*>(iov::page_address(p));
+//   char* addr = iov::page_address(p);
 //   iov::get_page(p);   // lent out: the frame outlives the next put
 //   iov::put_page(p);
 //   iov::__free_page(p);
@@ -27,6 +27,7 @@
 #include <cstdlib>
 
 #include "iov/config.hpp"
+#include "iov/void_ptr.hpp"
 
 namespace iov {
 
@@ -100,9 +101,11 @@ page* compound_head(const page* p) noexcept;
 unsigned compound_order(const page* p) noexcept;
 
 inline page* nth_page(page* p, size_t n) { return p + n; }
-inline void* page_address(const page* p) { return const_cast<page*>(p); }
-inline void* lowmem_page_address(const page* p) { return page_address(p); }
-inline void* page_to_virt(const page* p) { return page_address(p); }
+// A void_ptr (void_ptr.hpp) as the mappings in highmem.hpp: what C callers
+// assign to a char* or offset by bytes without a cast.
+inline void_ptr page_address(const page* p) { return void_ptr(const_cast<page*>(p)); }
+inline void_ptr lowmem_page_address(const page* p) { return page_address(p); }
+inline void_ptr page_to_virt(const page* p) { return page_address(p); }
 inline page* virt_to_page(const void* addr) {
   return reinterpret_cast<page*>(reinterpret_cast<uintptr_t>(addr) & PAGE_MASK);
 }

@@ -9,7 +9,7 @@
 //
 // Every method is one call into the kernel-compatible layer, named after it;
 // get() hands out the iov_iter* for code ported from the kernel. The typed
-// forms (iov::bvec_typed_iter etc.) are for callers that know their type: their
+// forms (iov::bvec_typed_iter, iov::folioq_typed_iter etc.) are for callers that know their type: their
 // iterate() runs iterate_bvec() and friends, with no dispatch on the type.
 #pragma once
 
@@ -66,6 +66,21 @@ class iter {
   static iter xarray(unsigned direction, ::iov::xarray& xa, loff_t start, size_t count) {
     iter it;
     iov_iter_xarray(&it.raw_, direction, &xa, start, count);
+    return it;
+  }
+  // The queues (iov_iter_folio_queue(), iov_iter_bvec_queue()): from slot
+  // first_slot of the first segment, offset bytes into it, count bytes. The
+  // queue must outlive the iterator.
+  static iter folioq(unsigned direction, const ::iov::folio_queue& fq, unsigned first_slot, unsigned offset,
+                     size_t count) {
+    iter it;
+    iov_iter_folio_queue(&it.raw_, direction, &fq, first_slot, offset, count);
+    return it;
+  }
+  static iter bvecq(unsigned direction, const ::iov::bvecq& bq, unsigned first_slot, unsigned offset,
+                    size_t count) {
+    iter it;
+    iov_iter_bvec_queue(&it.raw_, direction, &bq, first_slot, offset, count);
     return it;
   }
   static iter discard(size_t count) {
@@ -164,6 +179,10 @@ class typed_iter : public iter {
       return iterate_kvec(&raw_, len, nullptr, nullptr, adapter);
     else if constexpr (Type == ITER_BVEC)
       return iterate_bvec(&raw_, len, nullptr, nullptr, adapter);
+    else if constexpr (Type == ITER_BVECQ)
+      return iterate_bvecq(&raw_, len, nullptr, nullptr, adapter);
+    else if constexpr (Type == ITER_FOLIOQ)
+      return iterate_folioq(&raw_, len, nullptr, nullptr, adapter);
     else if constexpr (Type == ITER_XARRAY)
       return iterate_xarray(&raw_, len, nullptr, nullptr, adapter);
     else
@@ -181,6 +200,10 @@ class typed_iter : public iter {
       return iter::kvec(std::forward<Args>(args)...);
     else if constexpr (Type == ITER_BVEC)
       return iter::bvec(std::forward<Args>(args)...);
+    else if constexpr (Type == ITER_BVECQ)
+      return iter::bvecq(std::forward<Args>(args)...);
+    else if constexpr (Type == ITER_FOLIOQ)
+      return iter::folioq(std::forward<Args>(args)...);
     else if constexpr (Type == ITER_XARRAY)
       return iter::xarray(std::forward<Args>(args)...);
     else
@@ -193,6 +216,8 @@ using ubuf_typed_iter = typed_iter<ITER_UBUF>;
 using iovec_typed_iter = typed_iter<ITER_IOVEC>;
 using kvec_typed_iter = typed_iter<ITER_KVEC>;
 using bvec_typed_iter = typed_iter<ITER_BVEC>;
+using bvecq_typed_iter = typed_iter<ITER_BVECQ>;
+using folioq_typed_iter = typed_iter<ITER_FOLIOQ>;
 using xarray_typed_iter = typed_iter<ITER_XARRAY>;
 using discard_typed_iter = typed_iter<ITER_DISCARD>;
 
