@@ -36,19 +36,10 @@ using fuzz::input;
 using fuzz::layout;
 using iov::iov_iter;
 
-// Runs op on a copy of the iterator through `alt`, checks the memory, then on
-// the iterator through `primary`: both return `expect` and end in one place.
-// Writers write the same bytes, so the model (already updated) holds for both.
-template <class R, class P, class A>
-void run_twins(layout& L, R expect, bool swap, P primary, A alt, const char* name) {
-  iov_iter copy = L.it;
-  R r_alt = swap ? primary(&copy) : alt(&copy);
-  FUZZ_CHECK(r_alt == expect);
-  L.check(name);
-  R r = swap ? alt(&L.it) : primary(&L.it);
-  FUZZ_CHECK(r == expect);
-  FUZZ_CHECK(fuzz::same_iter(copy, L.it));
-}
+// Each operation twice, inline and out of line, on copies of the iterator
+// (fuzz_uio_names.hpp). Writers write the same bytes, so the model (already
+// updated) holds for both.
+using fuzz::uio::twins;
 
 std::vector<unsigned char> source(input& in, size_t max) {
   std::vector<unsigned char> v(in.length(max));
@@ -64,11 +55,11 @@ void op_copy_to(layout& L, input& in, bool ool) {
   fuzz::trace("%s %zu -> %zu", crc ? "crc32c_and_copy_to_iter" : "copy_to_iter", src.size(), want);
   L.put_all(src.data(), want);
   if (!crc) {
-    run_twins(L, want, ool, [&](iov_iter* i) { return iov::copy_to_iter(src.data(), src.size(), i); },
+    twins(L, want, ool, [&](iov_iter* i) { return iov::copy_to_iter(src.data(), src.size(), i); },
               [&](iov_iter* i) { return iov::internal::outofline::copy_to_iter(src.data(), src.size(), i); }, "copy_to_iter");
   } else {
     uint32_t expect = fuzz::crc32c_bitwise(crc0, src.data(), want), c1 = crc0, c2 = crc0;
-    run_twins(L, want, ool, [&](iov_iter* i) { return iov::crc32c_and_copy_to_iter(src.data(), src.size(), &c1, i); },
+    twins(L, want, ool, [&](iov_iter* i) { return iov::crc32c_and_copy_to_iter(src.data(), src.size(), &c1, i); },
               [&](iov_iter* i) { return iov::internal::outofline::crc32c_and_copy_to_iter(src.data(), src.size(), &c2, i); },
               "crc32c_and_copy_to_iter");
     FUZZ_CHECK(c1 == expect && c2 == expect);
@@ -85,11 +76,11 @@ void op_copy_from(layout& L, input& in, bool ool) {
   std::vector<unsigned char> expect(n, 0xa5), d1(n, 0xa5), d2(n, 0xa5);
   L.get_all(expect.data(), want);
   if (!crc) {
-    run_twins(L, want, ool, [&](iov_iter* i) { return iov::copy_from_iter(d1.data(), n, i); },
+    twins(L, want, ool, [&](iov_iter* i) { return iov::copy_from_iter(d1.data(), n, i); },
               [&](iov_iter* i) { return iov::internal::outofline::copy_from_iter(d2.data(), n, i); }, "copy_from_iter");
   } else {
     uint32_t c1 = crc0, c2 = crc0;
-    run_twins(L, want, ool, [&](iov_iter* i) { return iov::crc32c_and_copy_from_iter(d1.data(), n, &c1, i); },
+    twins(L, want, ool, [&](iov_iter* i) { return iov::crc32c_and_copy_from_iter(d1.data(), n, &c1, i); },
               [&](iov_iter* i) { return iov::internal::outofline::crc32c_and_copy_from_iter(d2.data(), n, &c2, i); },
               "crc32c_and_copy_from_iter");
     uint32_t c = fuzz::crc32c_bitwise(crc0, expect.data(), want);
@@ -120,7 +111,7 @@ void op_zero(layout& L, input& in, bool ool) {
   size_t n = in.length(2 * fuzz::kMaxSeg), want = L.reach(n);
   fuzz::trace("iov_iter_zero %zu -> %zu", n, want);
   L.put_all(nullptr, want);
-  run_twins(L, want, ool, [&](iov_iter* i) { return iov::iov_iter_zero(n, i); },
+  twins(L, want, ool, [&](iov_iter* i) { return iov::iov_iter_zero(n, i); },
             [&](iov_iter* i) { return iov::internal::outofline::iov_iter_zero(n, i); }, "iov_iter_zero");
   L.advance(want);
 }
@@ -129,7 +120,7 @@ void op_crc(layout& L, input& in, bool ool) {
   size_t n = in.length(2 * fuzz::kMaxSeg), want = L.discard() ? 0 : L.reach(n);
   uint32_t crc0 = in.u32(), expect = L.crc_of(crc0, want), c1 = crc0, c2 = crc0;
   fuzz::trace("crc32c_iter %zu -> %zu", n, want);
-  run_twins(L, want, ool, [&](iov_iter* i) { return iov::crc32c_iter(i, n, &c1); },
+  twins(L, want, ool, [&](iov_iter* i) { return iov::crc32c_iter(i, n, &c1); },
             [&](iov_iter* i) { return iov::internal::outofline::crc32c_iter(i, n, &c2); }, "crc32c_iter");
   FUZZ_CHECK(c1 == expect && c2 == expect);
   L.advance(want);
@@ -148,7 +139,7 @@ void op_zero_scan(layout& L, input& in, bool ool) {
   }
   size_t want = L.discard() ? 0 : L.zero_run(n);
   fuzz::trace("iov_iter_skip_zeroes %zu -> %zu", n, want);
-  run_twins(L, want, ool, [&](iov_iter* i) { return iov::iov_iter_skip_zeroes(i, n); },
+  twins(L, want, ool, [&](iov_iter* i) { return iov::iov_iter_skip_zeroes(i, n); },
             [&](iov_iter* i) { return iov::internal::outofline::iov_iter_skip_zeroes(i, n); },
             "iov_iter_skip_zeroes");
   L.advance(want);

@@ -24,7 +24,7 @@ using iov::iov_iter;
 
 // Runs op on a copy of the iterator through `alt`, checks the memory, then on
 // the iterator through `primary`: both return `expect` and end in one place
-// (fuzz_iov_iter's run_twins).
+// (fuzz_iov_iter.cc runs its own operations through it too).
 template <class R, class P, class A>
 void twins(layout& L, R expect, bool swap, P primary, A alt, const char* name) {
   iov_iter copy = L.it;
