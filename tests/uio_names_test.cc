@@ -139,9 +139,11 @@ TEST(ImportIovec, SeveralSegmentsUseTheFastArrayOrAnAllocatedOne) {
 }
 
 TEST(ImportIovec, CapsTheTotalAtMaxRwCount) {
-  char buf[16];
+  // Only the lengths matter: nothing is read. Not on the stack: near the top
+  // of the user half, a 2 GiB segment from there would be refused (-EFAULT)
+  // on some address-space layouts.
+  static char buf[16];
   const size_t big = iov::MAX_RW_COUNT - 100;
-  // Only the lengths matter: nothing is read.
   ::iovec uvec[3] = {{buf, big}, {buf, 300}, {buf, 50}};
   ::iovec fast[3];
   ::iovec* iov = fast;
