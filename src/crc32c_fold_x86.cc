@@ -312,7 +312,7 @@ IOV_TARGET_VCLMUL IOV_ALWAYS_INLINE __m256i load32(unsigned char* d, const unsig
 }
 
 // The blocks of a piece of 128 bytes or more into the window; returns how
-// many bytes that was. As update_clmul's blocks below.
+// many bytes that was. As blocks_clmul below, two lanes an instruction.
 template <bool Copy>
 IOV_TARGET_VCLMUL IOV_NOINLINE size_t blocks_vclmul(crc32c_state* st, unsigned char* d, const unsigned char* s,
                                                     size_t len) {
@@ -333,9 +333,31 @@ IOV_TARGET_VCLMUL IOV_NOINLINE size_t blocks_vclmul(crc32c_state* st, unsigned c
   }
 #pragma GCC unroll 4
   for (int j = 0; j < 4; j++) _mm256_store_si256(w + j, f[j]);
-  st->folded = true;
-  st->tail_len = 0;
-  st->tail_crc = 0;
+  return p;
+}
+
+// The blocks of a piece of 128 bytes or more into the window, the first
+// moving it on over the tail too, with the tail's CRC xored into its first
+// four bytes; returns how many bytes that was. The caller settles the state.
+template <bool Copy>
+IOV_TARGET_CLMUL IOV_ALWAYS_INLINE size_t blocks_clmul(crc32c_state* st, unsigned char* d, const unsigned char* s,
+                                                       size_t len) {
+  __m128i* w = reinterpret_cast<__m128i*>(st->window + kBlock);
+  __m128i f[8];
+#pragma GCC unroll 8
+  for (int j = 0; j < 8; j++) f[j] = st->folded ? _mm_load_si128(w + j) : _mm_setzero_si128();
+  const __m128i k = constant128(kFoldBytes.by(kBlock));
+  const __m128i k1 = st->folded && st->tail_len ? constant128(kFoldBytes.by(st->tail_len + kBlock)) : k;
+  f[0] = fold128(f[0], k1, _mm_xor_si128(load16<Copy>(d, s, 0), _mm_cvtsi32_si128(static_cast<int>(st->tail_crc))));
+#pragma GCC unroll 8
+  for (int j = 1; j < 8; j++) f[j] = fold128(f[j], k1, load16<Copy>(d, s, 16 * j));
+  size_t p = kBlock;
+  for (; len - p >= kBlock; p += kBlock) {
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; j++) f[j] = fold128(f[j], k, load16<Copy>(d, s, p + 16 * j));
+  }
+#pragma GCC unroll 8
+  for (int j = 0; j < 8; j++) _mm_store_si128(w + j, f[j]);
   return p;
 }
 
@@ -343,32 +365,13 @@ template <bool Copy>
 IOV_TARGET_CLMUL IOV_ALWAYS_INLINE void update_clmul(crc32c_state* st, unsigned char* d, const unsigned char* s,
                                                      size_t len) {
   size_t p = 0;
-  if (len >= kBlock && wide_clmul.load(std::memory_order_relaxed)) {
+  if (len >= kBlock) {
     if (IOV_UNLIKELY(st->folded && st->tail_len >= kWindow)) {  // see crc32c_update_restarting()
       if constexpr (Copy) return crc32c_copy_update_restarting(st, d, s, len);
       else return crc32c_update_restarting(st, s, len);
     }
-    p = blocks_vclmul<Copy>(st, d, s, len);
-  } else if (len >= kBlock) {
-    if (IOV_UNLIKELY(st->folded && st->tail_len >= kWindow)) {  // see crc32c_update_restarting()
-      if constexpr (Copy) return crc32c_copy_update_restarting(st, d, s, len);
-      else return crc32c_update_restarting(st, s, len);
-    }
-    __m128i* w = reinterpret_cast<__m128i*>(st->window + kBlock);
-    __m128i f[8];
-#pragma GCC unroll 8
-    for (int j = 0; j < 8; j++) f[j] = st->folded ? _mm_load_si128(w + j) : _mm_setzero_si128();
-    const __m128i k = constant128(kFoldBytes.by(kBlock));
-    const __m128i k1 = st->folded && st->tail_len ? constant128(kFoldBytes.by(st->tail_len + kBlock)) : k;
-    f[0] = fold128(f[0], k1, _mm_xor_si128(load16<Copy>(d, s, 0), _mm_cvtsi32_si128(static_cast<int>(st->tail_crc))));
-#pragma GCC unroll 8
-    for (int j = 1; j < 8; j++) f[j] = fold128(f[j], k1, load16<Copy>(d, s, 16 * j));
-    for (p = kBlock; len - p >= kBlock; p += kBlock) {
-#pragma GCC unroll 8
-      for (int j = 0; j < 8; j++) f[j] = fold128(f[j], k, load16<Copy>(d, s, p + 16 * j));
-    }
-#pragma GCC unroll 8
-    for (int j = 0; j < 8; j++) _mm_store_si128(w + j, f[j]);
+    p = wide_clmul.load(std::memory_order_relaxed) ? blocks_vclmul<Copy>(st, d, s, len)
+                                                    : blocks_clmul<Copy>(st, d, s, len);
     st->folded = true;
     st->tail_len = 0;
     st->tail_crc = 0;
