@@ -169,10 +169,13 @@ void rcu_barrier() noexcept {
 }
 
 bool rcu_start_callback_thread() noexcept {
+  static std::atomic<bool> started{false};  // liburcu keeps the thread: probe and make it once
+  if (started.load(std::memory_order_acquire)) return true;
   pthread_t probe;
   if (pthread_create(&probe, nullptr, [](void*) -> void* { return nullptr; }, nullptr) != 0) return false;
   pthread_join(probe, nullptr);
   (void)urcu_bp_get_default_call_rcu_data();
+  started.store(true, std::memory_order_release);
   return true;
 }
 

@@ -205,17 +205,21 @@ int replace(brd* brd, pgoff_t index, page** pages, unsigned nr, const char** why
   uint64_t added = 0;
   for (unsigned i = 0; i < nr; i++) {
     const unsigned long idx = index + i;
-    if (!err && is_zero(i)) {
+    if (err) {  // past a failed store: never visible
+      free_page(pages[i]);
+      continue;
+    }
+    if (is_zero(i)) {
       if (dz == detect_zeroes::unmap) free_page_at(brd, idx);
       if (dz == detect_zeroes::unmap || !xa_load(&brd->brd_pages, idx)) {
         free_page(pages[i]);  // nothing to store: a hole reads as zeros
         continue;
       }
     }
-    void* old = err ? nullptr : static_cast<void*>(xa_store(&brd->brd_pages, idx, pages[i], GFP_NOIO));
-    if (err || xa_is_err(old)) {
-      free_page(pages[i]);  // never visible
-      if (!err) err = xa_err(old);
+    void* old = xa_store(&brd->brd_pages, idx, pages[i], GFP_NOIO);
+    if (xa_is_err(old)) {
+      free_page(pages[i]);
+      err = xa_err(old);
       continue;
     }
     if (old)

@@ -52,11 +52,10 @@ int page_payload::commit(blkdev& dev, unsigned rq_flags, const char** why) {
   int err = head_ ? write_piece(dev, rq_flags, offset_, pieces_.front(), why) : 0;
   if (!err && end > first) {
     whole_.clear();
-    for (size_t i = first; i < end; i++)
+    for (size_t i = first; i < end; i++) {
       whole_.push_back(pieces_[i].bv_page);
-    // The device owns them from here, whatever it answers.
-    for (size_t i = first; i < end; i++)
-      pieces_[i].bv_page = nullptr;
+      pieces_[i].bv_page = nullptr;  // the device's from here, whatever it answers
+    }
     err = dev.replace_pages(static_cast<pgoff_t>((offset_ + head_) >> PAGE_SHIFT), whole_.data(),
                             static_cast<unsigned>(whole_.size()), why);
   }

@@ -138,7 +138,6 @@ void connection::finish_payload() {
     commit_pages(pending_);
   else
     handle_write(pending_, payload_);
-  pages_.reset();
   if (payload_)
     munmap(payload_, pending_.length);
   payload_ = nullptr;
