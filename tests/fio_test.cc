@@ -394,6 +394,9 @@ TEST(FioProgram, HugeDevicesAllocateNothingUpFront) {
 // for this user) ends the run with a clear error before any job starts; it
 // once aborted with std::system_error.
 TEST(FioProgram, AThreadThatCannotBeCreatedIsACleanError) {
+  if (!iov_test::unprivileged_can_execute(IOV_FIO_PATH))
+    GTEST_SKIP() << "user nobody cannot execute " << IOV_FIO_PATH
+                 << " (a directory above it is not searchable by others)";
   auto r = run_fio({"--numjobs=4", "--size=1m"}, [] {
     iov_test::become_unprivileged();
     setenv("ASAN_OPTIONS", "detect_leaks=0", 1);  // LeakSanitizer needs a thread of its own at exit

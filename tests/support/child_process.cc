@@ -149,6 +149,22 @@ void become_unprivileged() {
   setuid(65534);
 }
 
+bool unprivileged_can_execute(const char* path) {
+  if (geteuid() != 0)
+    return access(path, X_OK) == 0;
+  pid_t pid = fork();
+  if (pid < 0)
+    return false;
+  if (pid == 0) {
+    become_unprivileged();
+    _exit(access(path, X_OK) == 0 ? 0 : 1);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 void drop_capability(int cap) {
   prctl(PR_CAPBSET_DROP, cap, 0, 0, 0);  // fails without CAP_SETPCAP: then there is nothing to drop
   __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};

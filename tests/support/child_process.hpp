@@ -87,6 +87,11 @@ void drop_capability(int cap);
 // RLIMIT_NPROC whatever their capabilities); otherwise does nothing.
 void become_unprivileged();
 
+// Whether the user become_unprivileged() makes can execute `path` (a tree
+// checked out under a directory only its owner may search, as mktemp -d
+// makes, cannot be reached): a test that drops privileges skips without it.
+bool unprivileged_can_execute(const char* path);
+
 // Whether this test program was built with a sanitizer (whose programs
 // reserve terabytes of address space: no RLIMIT_AS test can run under one).
 constexpr bool kSanitized =
