@@ -23,10 +23,19 @@ struct compile_result {
   std::string output;
 };
 
+// The compiler, in `standard`, on a program that includes <header> and does nothing.
+std::string compile_command(const char* standard, const std::string& header) {
+  std::string cmd = "printf '#include <";
+  cmd += header;
+  cmd += ">\\nint main() { return 0; }\\n' | ";
+  for (const char* part : {IOV_TEST_CXX, " -std=", standard, " -fsyntax-only -I", IOV_TEST_INCLUDE, " -I",
+                           IOV_TEST_GENERATED_INCLUDE, " ", IOV_TEST_EXTRA_INCLUDES, " -x c++ - 2>&1"})
+    cmd += part;
+  return cmd;
+}
+
 compile_result compile_cxx17(const std::string& header) {
-  std::string cmd = std::string("printf '#include <") + header + ">\\nint main() { return 0; }\\n' | " +
-                    IOV_TEST_CXX + " -std=c++17 -fsyntax-only -I" + IOV_TEST_INCLUDE + " -I" +
-                    IOV_TEST_GENERATED_INCLUDE + " " + IOV_TEST_EXTRA_INCLUDES + " -x c++ - 2>&1";
+  const std::string cmd = compile_command("c++17", header);
   compile_result r{-1, ""};
   FILE* p = ::popen(cmd.c_str(), "r");
   if (!p)
@@ -68,9 +77,7 @@ TEST(Cxx17Consumer, EveryPublicHeaderSaysIovNeedsCxx20AndNothingElse) {
 }
 
 TEST(Cxx17Consumer, Cxx20CompilesTheSameProgram) {
-  std::string cmd = std::string("printf '#include <iov/iov_iter.hpp>\\nint main() { return 0; }\\n' | ") +
-                    IOV_TEST_CXX + " -std=c++20 -fsyntax-only -I" + IOV_TEST_INCLUDE + " -I" +
-                    IOV_TEST_GENERATED_INCLUDE + " -x c++ - 2>&1";
+  const std::string cmd = compile_command("c++20", "iov/iov_iter.hpp");
   EXPECT_EQ(std::system(cmd.c_str()), 0) << "the check itself must not refuse C++20";
 }
 

@@ -28,7 +28,8 @@ TEST(NbdTlsConcurrent, FourClientsAtOnceOverTls) {
   ASSERT_TRUE(creds.ok()) << creds.status();
   auto dev = iov::blkdev_create("brd", {{"size", std::to_string(16 * MiB)}});
   ASSERT_TRUE(dev.ok()) << dev.status();
-  iov::nbd::server_options opts{.socket_path = dir.path("sock"), .exp = {.name = ""}};
+  iov::nbd::server_options opts;
+  opts.socket_path = dir.path("sock");
   opts.limits.threads = 2;
   opts.tls = iov::nbd::tls_mode::require;
   opts.credentials = std::move(*creds);
