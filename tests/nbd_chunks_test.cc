@@ -36,12 +36,12 @@ std::vector<piece> expected_pieces(const alloc_model& m, uint64_t off, uint64_t 
     const bool zero = m.unit[s / (4 * KiB)] != alloc_model::data;
     if (!out.empty() && out.back().hole == zero) {
       out.back().length += 512;
-    } else if (!out.empty() && out.size() + 1 == max_runs) {
-      out.push_back({s, off + len - s, false});
-      break;
-    } else {
-      out.push_back({s, 512, zero});
+      continue;
     }
+    const bool last = !out.empty() && out.size() + 1 == max_runs;
+    out.emplace_back(piece{s, last ? off + len - s : 512, last ? false : zero});
+    if (last)
+      break;
   }
   return out;
 }
@@ -125,6 +125,41 @@ INSTANTIATE_TEST_SUITE_P(Chunks, NbdHoleChunks,
                            return std::string(std::get<0>(i.param)) +
                                   (std::get<1>(i.param) ? "_Extended" : "_Structured");
                          });
+
+// --- Simple replies where structured ones are negotiated -------------------------------
+
+// A success without data to anything but READ is one 16-byte simple reply
+// (the protocol allows it; libnbd reads it in one recv); READ stays
+// structured, even of nothing, and so does an error, which carries its text.
+TEST(NbdStructuredReplies, SuccessWithoutDataIsSimpleElseChunks) {
+  local_server s;
+  auto c = s.open(/*structured=*/true);
+  ASSERT_TRUE(c);
+  std::mt19937_64 rng(29);
+  const bytes d = random_data(8 * KiB, rng);
+  auto simple = [](const reply& r) {
+    EXPECT_TRUE(r.ok && r.error == 0) << r.problem;
+    EXPECT_TRUE(r.chunk_types.empty()) << "a chunk where a simple reply does";
+  };
+  simple(c->write(4 * KiB, d));
+  simple(c->write(64 * KiB, d, CMD_FLAG_FUA));
+  simple(c->flush());
+  simple(c->trim(0, 4 * KiB));
+  simple(c->write_zeroes(128 * KiB, 8 * KiB));
+  simple(c->cache(0, 4 * KiB));
+  auto r = c->read(4 * KiB, d.size());
+  ASSERT_TRUE(r.ok && r.error == 0) << r.problem;
+  EXPECT_EQ(r.chunk_types, std::vector<uint16_t>({REPLY_TYPE_OFFSET_DATA}));
+  EXPECT_TRUE(r.data == d);
+  auto empty = c->read(0, 0);
+  ASSERT_TRUE(empty.ok && empty.error == 0) << empty.problem;
+  EXPECT_EQ(empty.chunk_types, std::vector<uint16_t>({REPLY_TYPE_NONE}));
+  auto bad = c->write(s.size(), d);
+  ASSERT_TRUE(bad.ok) << bad.problem;
+  EXPECT_EQ(bad.error, uint32_t{NBD_ENOSPC});
+  EXPECT_EQ(bad.chunk_types, std::vector<uint16_t>({REPLY_TYPE_ERROR}));
+  EXPECT_NE(bad.message.find("beyond the end"), std::string::npos) << bad.message;
+}
 
 // --- Extended headers -----------------------------------------------------------------
 
