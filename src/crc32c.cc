@@ -165,6 +165,10 @@ void crc32c_update_avx512(crc32c_state* st, const void* data, size_t len) { crc3
 void crc32c_copy_update_avx512(crc32c_state* st, void* dst, const void* src, size_t len) {
   crc32c_copy_update_other(st, dst, src, len);
 }
+void crc32c_update_vclmul(crc32c_state* st, const void* data, size_t len) { crc32c_update_other(st, data, len); }
+void crc32c_copy_update_vclmul(crc32c_state* st, void* dst, const void* src, size_t len) {
+  crc32c_copy_update_other(st, dst, src, len);
+}
 #endif
 
 }  // namespace internal
@@ -175,6 +179,9 @@ void crc32c_init(crc32c_state* st, uint32_t crc) {
   st->tail_len = 0;
   st->tail_crc = crc;
   st->level = static_cast<uint8_t>(internal::level());
+#ifdef IOV_CRC32C_X86
+  if (st->level == internal::kAvx2 && internal::crc32c_wide_clmul()) st->level = internal::kCrc32cAvx2Wide;
+#endif
   st->folded = false;
 }
 

@@ -314,7 +314,7 @@ IOV_TARGET_VCLMUL IOV_ALWAYS_INLINE __m256i load32(unsigned char* d, const unsig
 // The blocks of a piece of 128 bytes or more into the window; returns how
 // many bytes that was. As blocks_clmul below, two lanes an instruction.
 template <bool Copy>
-IOV_TARGET_VCLMUL IOV_NOINLINE size_t blocks_vclmul(crc32c_state* st, unsigned char* d, const unsigned char* s,
+IOV_TARGET_VCLMUL IOV_ALWAYS_INLINE size_t blocks_vclmul(crc32c_state* st, unsigned char* d, const unsigned char* s,
                                                     size_t len) {
   __m256i* w = reinterpret_cast<__m256i*>(st->window + kBlock);
   __m256i f[4];
@@ -361,17 +361,23 @@ IOV_TARGET_CLMUL IOV_ALWAYS_INLINE size_t blocks_clmul(crc32c_state* st, unsigne
   return p;
 }
 
-template <bool Copy>
-IOV_TARGET_CLMUL IOV_ALWAYS_INLINE void update_clmul(crc32c_state* st, unsigned char* d, const unsigned char* s,
-                                                     size_t len) {
+// Wide: two lanes an instruction (blocks_vclmul), the kernel that states in
+// the wide form call directly. Both forms are compiled for the wide target,
+// which adds only the 256-bit VPCLMULQDQ intrinsics: the narrow form uses
+// none, and runs where the CPU lacks them.
+template <bool Copy, bool Wide>
+IOV_TARGET_VCLMUL IOV_ALWAYS_INLINE void update_clmul(crc32c_state* st, unsigned char* d, const unsigned char* s,
+                                                      size_t len) {
   size_t p = 0;
   if (len >= kBlock) {
     if (IOV_UNLIKELY(st->folded && st->tail_len >= kWindow)) {  // see crc32c_update_restarting()
       if constexpr (Copy) return crc32c_copy_update_restarting(st, d, s, len);
       else return crc32c_update_restarting(st, s, len);
     }
-    p = wide_clmul.load(std::memory_order_relaxed) ? blocks_vclmul<Copy>(st, d, s, len)
-                                                    : blocks_clmul<Copy>(st, d, s, len);
+    if constexpr (Wide)
+      p = blocks_vclmul<Copy>(st, d, s, len);
+    else
+      p = blocks_clmul<Copy>(st, d, s, len);
     st->folded = true;
     st->tail_len = 0;
     st->tail_crc = 0;
@@ -392,11 +398,17 @@ IOV_TARGET_AVX512 void crc32c_copy_update_avx512(crc32c_state* st, void* dst, co
 }
 IOV_TARGET_AVX512 uint32_t crc32c_final_avx512(const crc32c_state* st) { return final_avx512(st); }
 
-IOV_TARGET_CLMUL void crc32c_update_clmul(crc32c_state* st, const void* src, size_t len) {
-  update_clmul<false>(st, nullptr, static_cast<const unsigned char*>(src), len);
+IOV_TARGET_VCLMUL void crc32c_update_clmul(crc32c_state* st, const void* src, size_t len) {
+  update_clmul<false, false>(st, nullptr, static_cast<const unsigned char*>(src), len);
 }
-IOV_TARGET_CLMUL void crc32c_copy_update_clmul(crc32c_state* st, void* dst, const void* src, size_t len) {
-  update_clmul<true>(st, static_cast<unsigned char*>(dst), static_cast<const unsigned char*>(src), len);
+IOV_TARGET_VCLMUL void crc32c_copy_update_clmul(crc32c_state* st, void* dst, const void* src, size_t len) {
+  update_clmul<true, false>(st, static_cast<unsigned char*>(dst), static_cast<const unsigned char*>(src), len);
+}
+IOV_TARGET_VCLMUL void crc32c_update_vclmul(crc32c_state* st, const void* src, size_t len) {
+  update_clmul<false, true>(st, nullptr, static_cast<const unsigned char*>(src), len);
+}
+IOV_TARGET_VCLMUL void crc32c_copy_update_vclmul(crc32c_state* st, void* dst, const void* src, size_t len) {
+  update_clmul<true, true>(st, static_cast<unsigned char*>(dst), static_cast<const unsigned char*>(src), len);
 }
 IOV_TARGET_CLMUL uint32_t crc32c_final_clmul(const crc32c_state* st) { return final_clmul(st); }
 

@@ -16,6 +16,7 @@
 #include <functional>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "support/child_process.hpp"
@@ -35,7 +36,7 @@ class BenchOptions : public ::testing::Test {
   void TearDown() override { std::system(("rm -rf " + dir_).c_str()); }
 
   static iov_test::child_result bench(std::vector<std::string> args, std::function<void()> in_child = nullptr) {
-    args.insert(args.begin(), IOV_BENCH_PATH);
+    args.emplace(args.begin(), std::string_view(IOV_BENCH_PATH));
     iov_test::child_options o(args);
     o.in_child = std::move(in_child);
     return iov_test::run_child(o);

@@ -9,6 +9,7 @@
 #include <regex.h>
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "support/child_process.hpp"
@@ -62,7 +63,7 @@ TEST(FioStatus, LineFormatIsFios) {
 
 #ifdef IOV_FIO_PATH
 iov_test::child_result run_fio(std::vector<std::string> args, iov_test::child_output output) {
-  args.insert(args.begin(), IOV_FIO_PATH);
+  args.emplace(args.begin(), std::string_view(IOV_FIO_PATH));
   iov_test::child_options o(args);
   o.output = output;
   return iov_test::run_child(o);

@@ -115,7 +115,7 @@ struct crc32c_state {
   alignas(64) unsigned char window[256];  // congruent to the bytes before the tail, if folded
   uint64_t tail_len;                      // bytes since the window
   uint32_t tail_crc;                      // folded: crc32c(0, tail); else crc32c(crc, everything)
-  uint8_t level;                          // the simd_level of the kernels that fill it
+  uint8_t level;                          // the simd_level of the kernels that fill it (or kCrc32cAvx2Wide)
   bool folded;                            // false: the window is not used (and not initialized)
 };
 
@@ -126,6 +126,8 @@ void crc32c_init(crc32c_state* st, uint32_t crc);
 inline void crc32c_update(crc32c_state* st, const void* data, size_t len) {
   if (IOV_LIKELY(st->level == internal::kCrc32cAvx512))
     internal::crc32c_update_avx512(st, data, len);
+  else if (IOV_LIKELY(st->level == internal::kCrc32cAvx2Wide))
+    internal::crc32c_update_vclmul(st, data, len);
   else
     internal::crc32c_update_other(st, data, len);
 }
@@ -140,6 +142,8 @@ namespace internal {
 inline void crc32c_copy_update(crc32c_state* st, void* dst, const void* src, size_t len) {
   if (IOV_LIKELY(st->level == kCrc32cAvx512))
     crc32c_copy_update_avx512(st, dst, src, len);
+  else if (IOV_LIKELY(st->level == kCrc32cAvx2Wide))
+    crc32c_copy_update_vclmul(st, dst, src, len);
   else
     crc32c_copy_update_other(st, dst, src, len);
 }

@@ -38,13 +38,20 @@ bool crc32c_select(simd_level l);
 // The level installed now (resolving it first if nothing was called yet).
 simd_level crc32c_level();
 
-// crc32c_update() and crc32c_copy_update() (crc32c.hpp) call the avx512
-// kernels directly and every other level through the *_other dispatch.
+// crc32c_update() and crc32c_copy_update() (crc32c.hpp) call the avx512 and
+// the wide avx2 kernels directly and every other level through the *_other
+// dispatch.
 // A copy update sets dst <- src[0, len) and extends the state over those
 // bytes, reading each once; the buffers do not overlap.
 inline constexpr uint8_t kCrc32cAvx512 = static_cast<uint8_t>(simd_level::avx512);
 void crc32c_update_avx512(crc32c_state* st, const void* src, size_t len);
 void crc32c_copy_update_avx512(crc32c_state* st, void* dst, const void* src, size_t len);
+// A state of the avx2 level in its wide form (crc32c_select_wide_clmul) holds
+// this code instead of the level's, so that crc32c_update() calls its kernel
+// directly too: the walk of 512-byte sectors pays one call a piece, not three.
+inline constexpr uint8_t kCrc32cAvx2Wide = 0x80 | static_cast<uint8_t>(simd_level::avx2);
+void crc32c_update_vclmul(crc32c_state* st, const void* src, size_t len);
+void crc32c_copy_update_vclmul(crc32c_state* st, void* dst, const void* src, size_t len);
 void crc32c_update_other(crc32c_state* st, const void* src, size_t len);
 void crc32c_copy_update_other(crc32c_state* st, void* dst, const void* src, size_t len);
 
