@@ -77,7 +77,8 @@ struct disk {
       crc0 = fuzz::crc32c_table(crc0, beyond_wp(s) ? ff.data() : &bytes[s << iov::SECTOR_SHIFT], iov::SECTOR_SIZE);
     return crc0;
   }
-  FUZZ_MODEL std::vector<iov::blk_extent> extents(sector_t sector, sector_t nr) {
+  // allocation_only: map_extents with BLK_MAP_ALLOCATION (stored is data, zeros or not).
+  FUZZ_MODEL std::vector<iov::blk_extent> extents(sector_t sector, sector_t nr, bool allocation_only = false) {
     std::vector<iov::blk_extent> out;
     const sector_t step = brd ? 1 : lbs >> iov::SECTOR_SHIFT;  // brd maps sectors, null_blk blocks
     for (sector_t s = sector; s < sector + nr; s += step) {
@@ -86,7 +87,9 @@ struct disk {
       if (!beyond_wp(s)) {
         bool zero = true;
         for (uint64_t k = off; k < off + step * iov::SECTOR_SIZE; k++) zero &= !bytes[k];
-        flags = !stored[off / unit()] ? iov::BLK_EXTENT_HOLE | iov::BLK_EXTENT_ZERO : zero ? iov::BLK_EXTENT_ZERO : 0;
+        flags = !stored[off / unit()]          ? iov::BLK_EXTENT_HOLE | iov::BLK_EXTENT_ZERO
+                : zero && !allocation_only ? iov::BLK_EXTENT_ZERO
+                                           : 0;
       }
       if (!out.empty() && out.back().flags == flags) out.back().nr_sectors += step;
       else out.push_back({s, step, flags});
@@ -372,12 +375,15 @@ void check_services(disk& d, iov::blkdev& dev, sector_t sector, sector_t nr, uin
   int want = sectors_error(d, sector, nr);
   if (!want && !d.brd && !d.backed) want = -EOPNOTSUPP;
   uint32_t crc = crc0;
-  std::vector<iov::blk_extent> map;
+  std::vector<iov::blk_extent> map, allocation;
   int got_crc = dev.crc32c(sector, nr, &crc), got_map = dev.map_extents(sector, nr, &map);
-  fuzz::trace("services %llu + %llu: crc %d, map %d (%zu extents), want %d", (unsigned long long)sector,
-              (unsigned long long)nr, got_crc, got_map, map.size(), want);
-  FUZZ_CHECK(got_crc == want && got_map == want);
-  if (!want) FUZZ_CHECK(crc == d.crc(crc0, sector, nr) && map == d.extents(sector, nr));
+  int got_alloc = dev.map_extents(sector, nr, &allocation, nullptr, iov::BLK_MAP_ALLOCATION);
+  fuzz::trace("services %llu + %llu: crc %d, map %d (%zu extents), allocation %d, want %d",
+              (unsigned long long)sector, (unsigned long long)nr, got_crc, got_map, map.size(), got_alloc, want);
+  FUZZ_CHECK(got_crc == want && got_map == want && got_alloc == want);
+  if (!want)
+    FUZZ_CHECK(crc == d.crc(crc0, sector, nr) && map == d.extents(sector, nr) &&
+               allocation == d.extents(sector, nr, true));
   std::vector<iov::blk_zone> zones;
   int nz = dev.report_zones(0, static_cast<unsigned>(d.zones.size() + 1), &zones);
   FUZZ_CHECK(nz == (d.zoned ? static_cast<int>(d.zones.size()) : -EOPNOTSUPP));

@@ -109,6 +109,7 @@ TEST_P(BrdRandom, MatchesModel) {
       if (i % 12 == 11) {
         ASSERT_EQ(blk_read_all(*dev), model.bytes());
         ASSERT_EQ(blk_extents(*dev, 0, cap), model.extents(0, cap));
+        ASSERT_EQ(blk_extents(*dev, 0, cap, iov::BLK_MAP_ALLOCATION), model.extents(0, cap, true));
       }
     }
     EXPECT_EQ(blk_extents(*dev, 3, cap - 5), model.extents(3, cap - 5));

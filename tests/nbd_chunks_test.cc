@@ -26,14 +26,14 @@ constexpr uint64_t GiB = 1024 * MiB;
 using piece = reply::piece;
 
 // The chunks a READ of [off, off + len) should get, from the model at
-// sector granularity: runs of data and of zeros (a stored zero page reads as
-// zeros too), at most `max_runs` of them, the last then carrying the rest
-// as data; a single data run when there is nothing else.
+// sector granularity: runs of data and of holes (what is not stored; stored
+// zeros are data), at most `max_runs` of them, the last then carrying the
+// rest as data; a single data run when there is nothing else.
 std::vector<piece> expected_pieces(const alloc_model& m, uint64_t off, uint64_t len, size_t max_runs = 16) {
   std::vector<piece> out;
   out.reserve(max_runs);
   for (uint64_t s = off; s < off + len; s += 512) {
-    const bool zero = m.unit[s / (4 * KiB)] != alloc_model::data;
+    const bool zero = m.unit[s / (4 * KiB)] == alloc_model::hole;
     if (!out.empty() && out.back().hole == zero) {
       out.back().length += 512;
       continue;

@@ -103,6 +103,8 @@ TEST_P(NullBlkRandom, MatchesModel) {
       if (i % 20 == 19) {
         ASSERT_EQ(blk_read_all(*dev), model.read(0, c.size));
         ASSERT_EQ(blk_extents(*dev, 0, dev->get_capacity()), model.extents(0, dev->get_capacity()));
+        ASSERT_EQ(blk_extents(*dev, 0, dev->get_capacity(), iov::BLK_MAP_ALLOCATION),
+                  model.extents(0, dev->get_capacity(), true));
       }
     }
     ASSERT_EQ(blk_no_data(*dev, iov::REQ_OP_FLUSH), 0);

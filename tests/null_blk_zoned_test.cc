@@ -398,6 +398,7 @@ TEST_P(NullBlkZonedRandom, MatchesModel) {
       if (i % 35 == 34) {
         ASSERT_EQ(read_range(*dev, 0, cap), model.read(0, cap * 512));
         ASSERT_EQ(blk_extents(*dev, 0, cap), model.extents(0, cap));
+        ASSERT_EQ(blk_extents(*dev, 0, cap, iov::BLK_MAP_ALLOCATION), model.extents(0, cap, true));
       }
     }
   }

@@ -150,10 +150,10 @@ inline int blk_no_data(iov::blkdev& dev, iov::req_op op, uint64_t sector = 0, ui
   return err;
 }
 
-// The device's map of the range, as the model states extents.
-inline std::vector<ModelExtent> blk_extents(iov::blkdev& dev, uint64_t sector, uint64_t nr) {
+// The device's map of the range (`how`: map_extents's), as the model states extents.
+inline std::vector<ModelExtent> blk_extents(iov::blkdev& dev, uint64_t sector, uint64_t nr, unsigned how = 0) {
   std::vector<iov::blk_extent> map;
-  EXPECT_EQ(dev.map_extents(sector, nr, &map), 0);
+  EXPECT_EQ(dev.map_extents(sector, nr, &map, nullptr, how), 0);
   std::vector<ModelExtent> out;
   for (const iov::blk_extent& e : map) out.push_back({e.sector, e.nr_sectors, e.flags});
   return out;

@@ -151,12 +151,13 @@ class BrdModel {
     if (unmap) discard(pos, len);
   }
 
-  // One flag per 512-byte sector.
-  std::vector<ModelExtent> extents(uint64_t sector, uint64_t nr) const {
+  // One flag per 512-byte sector; allocation_only: stored is data, zeros or not
+  // (map_extents with BLK_MAP_ALLOCATION).
+  std::vector<ModelExtent> extents(uint64_t sector, uint64_t nr, bool allocation_only = false) const {
     std::vector<unsigned> flags;
     for (uint64_t s = sector; s < sector + nr; s++) {
       if (!stored_[s * kSector / kPage]) flags.push_back(kHole | kZero);
-      else flags.push_back(all_zero(&bytes_[s * kSector], kSector) ? kZero : 0);
+      else flags.push_back(!allocation_only && all_zero(&bytes_[s * kSector], kSector) ? kZero : 0);
     }
     return merge_extents(sector, 1, flags);
   }
@@ -312,14 +313,14 @@ class NullBlkModel {
     }
   }
 
-  // One flag per block.
-  std::vector<ModelExtent> extents(uint64_t sector, uint64_t nr) const {
+  // One flag per block; allocation_only as above.
+  std::vector<ModelExtent> extents(uint64_t sector, uint64_t nr, bool allocation_only = false) const {
     std::vector<unsigned> flags;
     uint64_t step = c_.blocksize / kSector;
     for (uint64_t s = sector; s < sector + nr; s += step) {
       if (beyond_wp(s)) flags.push_back(kHole);
       else if (!stored_[s * kSector / c_.blocksize]) flags.push_back(kHole | kZero);
-      else flags.push_back(all_zero(&bytes_[s * kSector], c_.blocksize) ? kZero : 0);
+      else flags.push_back(!allocation_only && all_zero(&bytes_[s * kSector], c_.blocksize) ? kZero : 0);
     }
     return merge_extents(sector, step, flags);
   }

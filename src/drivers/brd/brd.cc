@@ -322,7 +322,7 @@ int brd_device::do_crc32c(sector_t sector, sector_t nr_sectors, uint32_t* crc, c
 }
 
 int brd_device::do_map_extents(sector_t sector, sector_t nr_sectors, std::vector<blk_extent>* out,
-                               const char**) {
+                               const char**, unsigned how) {
   drivers::internal::extent_builder map(out);
   drivers::internal::for_each_piece(sector << SECTOR_SHIFT, nr_sectors << SECTOR_SHIFT, [&](const drivers::internal::piece& p) {
     const sector_t first = (sector_t{p.idx} << PAGE_SECTORS_SHIFT) + (p.offset >> SECTOR_SHIFT);
@@ -331,6 +331,10 @@ int brd_device::do_map_extents(sector_t sector, sector_t nr_sectors, std::vector
     auto* pg = static_cast<page*>(xa_load(&brd_->brd_pages, p.idx));
     if (!pg) {
       map.add(first, nr, BLK_EXTENT_HOLE | BLK_EXTENT_ZERO);
+      return true;
+    }
+    if (how & BLK_MAP_ALLOCATION) {
+      map.add(first, nr, 0);
       return true;
     }
     const char* kaddr = static_cast<const char*>(kmap_local_page(pg)) + p.offset;

@@ -57,12 +57,13 @@ int blkdev::crc32c(sector_t sector, sector_t nr_sectors, uint32_t* crc, const ch
   return do_crc32c(sector, nr_sectors, crc, w);
 }
 
-int blkdev::map_extents(sector_t sector, sector_t nr_sectors, std::vector<blk_extent>* out, const char** why) {
+int blkdev::map_extents(sector_t sector, sector_t nr_sectors, std::vector<blk_extent>* out, const char** why,
+                        unsigned how) {
   const char* ignored;
   const char** w = why ? why : &ignored;
   if (int err = drivers::internal::blk_check_sectors(sector, nr_sectors, capacity_, limits_.logical_block_size, w))
     return err;
-  return do_map_extents(sector, nr_sectors, out, w);
+  return do_map_extents(sector, nr_sectors, out, w, how);
 }
 
 int blkdev::report_zones(sector_t, unsigned, std::vector<blk_zone>*) { return -EOPNOTSUPP; }

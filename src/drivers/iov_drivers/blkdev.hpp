@@ -126,6 +126,10 @@ enum class iteration_mode : uint8_t { inlined, outofline };
 // view: data is what is not a hole).
 inline constexpr unsigned BLK_EXTENT_HOLE = 1;  // no storage behind it
 inline constexpr unsigned BLK_EXTENT_ZERO = 2;  // reads as zeros
+// map_extents() with this finds only where nothing is stored and reads no
+// data: what is stored is data (flags 0), zeros or not. Without it stored
+// blocks that read as zeros are found too, at the cost of a pass over them.
+inline constexpr unsigned BLK_MAP_ALLOCATION = 1;
 struct blk_extent {
   sector_t sector;
   sector_t nr_sectors;
@@ -207,8 +211,9 @@ class blkdev {
   int crc32c(sector_t sector, sector_t nr_sectors, uint32_t* crc, const char** why = nullptr);
   // Appends the range's extents, maximal runs in order, to *out. Granularity:
   // the logical block (brd: 512 bytes; a brd hole is a whole page).
+  // `how`: 0 or BLK_MAP_ALLOCATION.
   int map_extents(sector_t sector, sector_t nr_sectors, std::vector<blk_extent>* out,
-                  const char** why = nullptr);
+                  const char** why = nullptr, unsigned how = 0);
   // Lends the bytes a READ of the range would return, without copying them:
   // appends to the lease one iovec per piece of a stored page, and pieces of
   // one shared zero page for what is not stored (what a server hands to
@@ -246,7 +251,7 @@ class blkdev {
   // The services after the range has been checked against capacity and block size.
   virtual int do_crc32c(sector_t sector, sector_t nr_sectors, uint32_t* crc, const char** why) = 0;
   virtual int do_map_extents(sector_t sector, sector_t nr_sectors, std::vector<blk_extent>* out,
-                             const char** why) = 0;
+                             const char** why, unsigned how) = 0;
   virtual int do_lend_pages(sector_t, sector_t, std::vector<::iovec>*, const char** why) {
     *why = "this device cannot lend its pages";
     return -EOPNOTSUPP;

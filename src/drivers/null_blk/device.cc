@@ -139,7 +139,7 @@ int nullb_device::do_lend_pages(sector_t, sector_t nr_sectors, std::vector<::iov
 }
 
 int nullb_device::do_map_extents(sector_t sector, sector_t nr_sectors, std::vector<blk_extent>* out,
-                                 const char** why) {
+                                 const char** why, unsigned how) {
   nullb* nb = nullb_.get();
   if (!nb->dev.memory_backed) {
     *why = "null_blk: not memory backed: there is no data";
@@ -151,6 +151,10 @@ int nullb_device::do_map_extents(sector_t sector, sector_t nr_sectors, std::vect
   for_each_block(nb, sector, nr_sectors, [&](sector_t s, bool beyond_wp, const nullb_page* t_page) {
     if (!t_page) {
       map.add(s, step, beyond_wp ? BLK_EXTENT_HOLE : BLK_EXTENT_HOLE | BLK_EXTENT_ZERO);
+      return;
+    }
+    if (how & BLK_MAP_ALLOCATION) {
+      map.add(s, step, 0);
       return;
     }
     const char* kaddr = static_cast<const char*>(kmap_local_page(t_page->page));

@@ -30,6 +30,19 @@ constexpr size_t kOutputBytesHigh = 64 * 1024;  // replies queued before they ar
 constexpr uint64_t kDeviceBytesHigh = 1 << 20;  // READ data queued before it is sent
 constexpr unsigned kMaxIovecs = 128;            // per sendmsg
 constexpr uint64_t kProgressBytes = 64 * 1024;  // moved in a message, they count as progress
+constexpr size_t kPrefetchBytes = 256 * 1024;   // under L2: a batch's lines all fit
+
+// The kernel copies a batch's bytes into the socket a line after another, so
+// a READ's page that is not in the cache costs a miss at each step. Asking
+// for every line first lets the misses of all the batch's pages overlap.
+// Above kPrefetchBytes the early lines would be evicted before the copy.
+void prefetch_lines(const ::iovec* vec, unsigned n, size_t bytes) {
+  if (bytes > kPrefetchBytes)
+    return;
+  for (unsigned k = 0; k < n; k++)
+    for (size_t off = 0; off < vec[k].iov_len; off += 64)
+      __builtin_prefetch(static_cast<const char*>(vec[k].iov_base) + off);
+}
 }  // namespace
 
 connection::connection(int fd, const context& ctx, payload_budget::listener* loop, clock_type::time_point now)
@@ -421,6 +434,7 @@ connection::io connection::flush() {
     size_t bytes;
     if (!gather_output(vec, &n, &bytes, UINT64_MAX))
       return io::error;
+    prefetch_lines(vec, n, bytes);
     iov_iter it;
     iov_iter_init(&it, ITER_SOURCE, vec, n, bytes);
     const ssize_t sent = send_iter(fd_, &it);

@@ -370,15 +370,19 @@ void connection::queue_read(const request& rq) {
   }
 }
 
-// The READ's range as runs of data and of zeros (extents that read as zeros:
-// brd's absent pages, null_blk's unstored blocks), into runs_: how many, or
-// 0 to send it as one data chunk (a device error, a map that is one data
-// run). At most kMaxReadRuns, so that the output queue has room for the
-// reply: the last one then covers the rest as data, its zeros included.
+// The READ's range as runs of data and of holes (what is not stored and
+// reads as zeros: brd's absent pages, null_blk's unstored blocks), into
+// runs_: how many, or 0 to send it as one data chunk (a device error, a map
+// that is one data run). At most kMaxReadRuns, so that the output queue has
+// room for the reply: the last one then covers the rest as data, its holes
+// included. Stored zeros go as data, as from nbdkit and qemu-nbd: finding
+// them would read every page of every READ once more before it is sent
+// (14% of the server's CPU on 4 KiB random reads).
 size_t connection::read_runs(const request& rq) {
   runs_.clear();
   extents_.clear();
-  if (ctx_.dev.map_extents(rq.offset >> SECTOR_SHIFT, rq.length >> SECTOR_SHIFT, &extents_) != 0)
+  if (ctx_.dev.map_extents(rq.offset >> SECTOR_SHIFT, rq.length >> SECTOR_SHIFT, &extents_, nullptr,
+                           BLK_MAP_ALLOCATION) != 0)
     return 0;
   const uint64_t end = rq.offset + rq.length;
   uint64_t at = rq.offset;
