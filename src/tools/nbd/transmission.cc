@@ -376,8 +376,8 @@ void connection::queue_read(const request& rq) {
 // that is one data run). At most kMaxReadRuns, so that the output queue has
 // room for the reply: the last one then covers the rest as data, its holes
 // included. Stored zeros go as data, as from nbdkit and qemu-nbd: finding
-// them would read every page of every READ once more before it is sent
-// (14% of the server's CPU on 4 KiB random reads).
+// them read every page of every READ once more before it was sent (14% of
+// the server's profile on 4 KiB random reads; see docs/nbd.md).
 size_t connection::read_runs(const request& rq) {
   runs_.clear();
   extents_.clear();
