@@ -176,8 +176,9 @@ void get_pages_step(Sim& s, size_t n, bool alloc, unsigned maxpages) {
   size_t start0 = nothing || efault || spent_bvec ? 0 : iov::offset_in_page(s.l->addr(s.pos));
   size_t page_room = alloc ? SIZE_MAX : maxpages * iov::PAGE_SIZE - start0;
   size_t want = nothing || efault || spent_bvec ? 0 : std::min({limit, rest, page_room});
-  // A later frame of the model's bvec runs (alloc_pages() without __GFP_COMP)
-  // has no count: referencing it is the kernel's BUG, so such a call is not made.
+  // A later frame of a bvec run without __GFP_COMP (every other of the
+  // builder's runs) has no count: referencing it is the kernel's BUG, so such
+  // a call is not made; in a compound run the count is the head's.
   std::vector<iov::page*> pages_want = model_pages(*s.l, s.pos, want);
   std::map<iov::page*, int> before;
   for (iov::page* p : pages_want) before[iov::compound_head(p)] = iov::page_ref_count(p);  // one count a compound page

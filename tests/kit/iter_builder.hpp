@@ -88,8 +88,9 @@ class iter_builder {
   // ---- Memory the builder owns ----
   // size bytes from the heap, aligned to `align` (1: as malloc() aligns).
   unsigned char* alloc_bytes(size_t size, size_t align = 1);
-  // 2^order frames from one alloc_pages().
-  iov::page* alloc_frames(unsigned order);
+  // 2^order frames from one alloc_pages(), one compound page (__GFP_COMP,
+  // as a folio's) when `compound`.
+  iov::page* alloc_frames(unsigned order, bool compound = false);
   // A folio whose reference the builder drops when it goes.
   iov::folio* alloc_folio(unsigned order);
   // Records that bytes [lo, hi) of mem..mem+size belong to the next segment.
@@ -193,8 +194,8 @@ inline unsigned char* iter_builder::alloc_bytes(size_t size, size_t align) {
   return static_cast<unsigned char*>(p);
 }
 
-inline iov::page* iter_builder::alloc_frames(unsigned order) {
-  iov::page* pg = iov::alloc_pages(iov::GFP_KERNEL, order);
+inline iov::page* iter_builder::alloc_frames(unsigned order, bool compound) {
+  iov::page* pg = iov::alloc_pages(iov::GFP_KERNEL | (compound ? iov::__GFP_COMP : 0u), order);
   if (!pg) oom("alloc_frames");
   frames_.emplace_back(pg, order);
   return pg;
@@ -294,9 +295,12 @@ inline void iter_builder::build(const iter_desc& d) {
       break;
     case iov::ITER_BVEC:
     case iov::ITER_BVECQ: {
+      // Every other run is one compound page, as the kernel's bvecs point
+      // into folios as well as into plain alloc_pages() runs (whose later
+      // frames have no reference count of their own).
       for (const seg_desc& s : d.segs) {
         unsigned order = order_for(s.offset + s.len + kGuardAfter);
-        auto* mem = reinterpret_cast<unsigned char*>(alloc_frames(order));
+        auto* mem = reinterpret_cast<unsigned char*>(alloc_frames(order, frames_.size() % 2 == 1));
         std::memset(mem, kGuardByte, PAGE_SIZE << order);
         add_region(mem, PAGE_SIZE << order, s.offset, s.offset + s.len);
         add_bvec(reinterpret_cast<iov::page*>(mem), s.len, s.offset);
