@@ -26,7 +26,7 @@ using blk_status_t = uint8_t;
 #define PAGE_SECTORS (1 << PAGE_SECTORS_SHIFT)
 
 // include/linux/blk_types.h: the op in the low bits, flags above.
-enum : blk_opf_t { REQ_OP_READ = 0, REQ_OP_WRITE = 1, REQ_OP_DISCARD = 3 };
+enum : blk_opf_t { REQ_OP_READ = 0, REQ_OP_WRITE = 1, REQ_OP_DISCARD = 3, REQ_OP_WRITE_ZEROES = 9 };
 inline constexpr blk_opf_t REQ_OP_MASK = 0xff, REQ_NOWAIT = 1u << 21;
 inline bool op_is_write(blk_opf_t op) { return op & 1; }
 inline bool op_is_discard(blk_opf_t op) { return (op & REQ_OP_MASK) == REQ_OP_DISCARD; }
@@ -60,6 +60,8 @@ inline void bio_advance_iter_single(const bio* b, iov::bvec_iter* iter, unsigned
 #define bio_for_each_segment(bvl, bio, iter)                                     \
   for ((iter) = (bio)->bi_iter; (iter).bi_size && (((bvl) = bio_iter_iovec((bio), (iter))), 1); \
        bio_advance_iter_single((bio), &(iter), (bvl).bv_len))
+
+inline blk_opf_t bio_op(const bio* b) { return b->bi_opf & REQ_OP_MASK; }
 
 inline void bio_endio(bio* b) { b->bi_ended = true; }
 inline void bio_io_error(bio* b) {

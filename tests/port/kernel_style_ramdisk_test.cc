@@ -21,8 +21,8 @@
 #include <gtest/gtest.h>
 
 #include "iov/iov.hpp"
+#include "port/bio_harness.hpp"
 #include "port/block_shim.hpp"
-#include "support/model.hpp"
 
 namespace {
 
@@ -221,78 +221,24 @@ static void rd_release(struct ramdisk *rd)
 
 using iov::PAGE_SIZE;
 using iov::SECTOR_SIZE;
-using bytes = std::vector<unsigned char>;
+using port_test::bytes;
 
-bytes iov_test_bytes(std::mt19937_64& rng, size_t n) {
-  bytes out(n);
-  for (auto& c : out) c = static_cast<unsigned char>(rng());
-  return out;
-}
-
-// A RAM disk and the flat model of its contents.
+// A RAM disk, the harness that submits its bios, and the flat model of its contents.
 struct disk_under_test {
   explicit disk_under_test(unsigned long kbytes) : model(kbytes * 1024, 0) {
-    rd.disk = &disk;
+    rd.disk = harness.disk();
     rd.capacity = kbytes * 2;
-    disk.private_data = &rd;
   }
   ~disk_under_test() { rd_release(&rd); }
 
-  // Submits op on [sector, sector + data.size() / 512) with the data split
-  // into random bvecs: sector multiples at sector-aligned offsets, as the
-  // block layer hands a RAM disk (brd's queue's dma_alignment is 511), some of them
-  // over several frames.
   bio submit(blk_opf_t op, iov::sector_t sector, bytes* data, std::mt19937_64& rng) {
-    std::vector<iov::bio_vec> bvecs;
-    buffer = std::make_unique<iov_test::PageRun>(order_for(3 * data->size() + 2 * PAGE_SIZE));  // room for gaps between bvecs
-    auto sectors = [&rng](size_t lo, size_t hi) { return SECTOR_SIZE * std::uniform_int_distribution<size_t>(lo, hi)(rng); };
-    size_t pos = 0, at = sectors(0, 7);
-    while (pos < data->size()) {
-      size_t len = std::min(sectors(1, 12), data->size() - pos);
-      unsigned char* addr = buffer->bytes() + at;
-      if (op_is_write(op))
-        std::memcpy(addr, data->data() + pos, len);
-      iov::bio_vec bv;
-      iov::bvec_set_virt(&bv, addr, static_cast<unsigned>(len));
-      bvecs.push_back(bv);
-      pos += len;
-      at += len + sectors(0, 1);
-    }
-    bio b{};
-    b.bi_bdev = &bdev;
-    b.bi_opf = op;
-    b.bi_iter = {sector, static_cast<unsigned>(data->size()), 0, 0};
-    b.bi_io_vec = bvecs.data();
-    rd_handle_bio(&b);
-    if (!op_is_write(op)) {
-      pos = 0;
-      for (const auto& bv : bvecs) {
-        std::memcpy(data->data() + pos, iov::bvec_virt(&bv), bv.bv_len);
-        pos += bv.bv_len;
-      }
-    }
-    return b;
+    return harness.submit(op, sector, data, rng);
   }
-
-  static unsigned order_for(size_t bytes) {
-    unsigned order = 0;
-    while ((PAGE_SIZE << order) < bytes) order++;
-    return order;
-  }
-
-  size_t pages_present() {
-    size_t n = 0;
-    unsigned long idx;
-    struct iov::page* page;
-    xa_for_each(&rd.pages, idx, page) n++;
-    return n;
-  }
+  size_t pages_present() { return port_test::xa_count(&rd.pages); }
 
   ramdisk rd{};
-  gendisk disk{};
-  block_device bdev{&disk};
+  port_test::bio_harness harness{&rd, rd_handle_bio};
   bytes model;
-  std::unique_ptr<iov_test::PageRun> buffer;  // the bios' memory: bvec_set_virt() names its frames
 };
 
 TEST(KernelStyleRamdisk, RandomWritesReadsAndDiscardsFollowTheFlatModel) {
@@ -308,7 +254,7 @@ TEST(KernelStyleRamdisk, RandomWritesReadsAndDiscardsFollowTheFlatModel) {
       int kind = static_cast<int>(rng() % 5);
       blk_opf_t nowait = (rng() & 1) ? REQ_NOWAIT : 0;
       if (kind <= 1) {  // write
-        bytes data = iov_test_bytes(rng, nr * SECTOR_SIZE);
+        bytes data = port_test::random_bytes(rng, nr * SECTOR_SIZE);
         bio b = d.submit(REQ_OP_WRITE | nowait, sector, &data, rng);
         ASSERT_TRUE(b.bi_ended);
         ASSERT_EQ(b.bi_status, BLK_STS_OK);
@@ -324,12 +270,7 @@ TEST(KernelStyleRamdisk, RandomWritesReadsAndDiscardsFollowTheFlatModel) {
         ASSERT_EQ(0, std::memcmp(data.data(), d.model.data() + sector * SECTOR_SIZE, data.size()))
             << "read of sectors " << sector << "+" << nr << " at step " << step;
       } else {  // discard: whole pages inside the range are freed, and read as zeroes
-        bytes none;
-        bio b{};
-        b.bi_bdev = &d.bdev;
-        b.bi_opf = REQ_OP_DISCARD;
-        b.bi_iter = {sector, static_cast<unsigned>(nr * SECTOR_SIZE), 0, 0};
-        rd_handle_bio(&b);
+        bio b = d.harness.submit_range(REQ_OP_DISCARD, sector, static_cast<unsigned>(nr * SECTOR_SIZE));
         ASSERT_TRUE(b.bi_ended);
         iov::sector_t first = (sector + 7) / 8 * 8, end = (sector + nr) / 8 * 8;
         for (iov::sector_t s = first; s < end; s += 8)
@@ -349,19 +290,14 @@ TEST(KernelStyleRamdisk, RandomWritesReadsAndDiscardsFollowTheFlatModel) {
 TEST(KernelStyleRamdisk, ADiscardShorterThanAPageKeepsTheData) {
   std::mt19937_64 rng(9);
   disk_under_test d(64);
-  bytes data = iov_test_bytes(rng, PAGE_SIZE);
+  bytes data = port_test::random_bytes(rng, PAGE_SIZE);
   d.submit(REQ_OP_WRITE, 8, &data, rng);
-  bio b{};
-  b.bi_bdev = &d.bdev;
-  b.bi_opf = REQ_OP_DISCARD;
-  b.bi_iter = {9, 7 * SECTOR_SIZE, 0, 0};  // inside page 1 but not all of it
-  rd_handle_bio(&b);
+  d.harness.submit_range(REQ_OP_DISCARD, 9, 7 * SECTOR_SIZE);  // inside page 1 but not all of it
   EXPECT_EQ(d.rd.nr_pages, 1u);
   bytes back(PAGE_SIZE);
   d.submit(REQ_OP_READ, 8, &back, rng);
   EXPECT_EQ(back, data);
-  b.bi_iter = {8, 8 * SECTOR_SIZE, 0, 0};  // all of it
-  rd_handle_bio(&b);
+  d.harness.submit_range(REQ_OP_DISCARD, 8, 8 * SECTOR_SIZE);  // all of it
   EXPECT_EQ(d.rd.nr_pages, 0u);
   d.submit(REQ_OP_READ, 8, &back, rng);
   EXPECT_EQ(back, bytes(PAGE_SIZE, 0));
@@ -370,7 +306,7 @@ TEST(KernelStyleRamdisk, ADiscardShorterThanAPageKeepsTheData) {
 TEST(KernelStyleRamdisk, ABioPastTheEndFailsAndAllocatesNothing) {
   std::mt19937_64 rng(11);
   disk_under_test d(64);  // 128 sectors
-  bytes data = iov_test_bytes(rng, 2 * SECTOR_SIZE);
+  bytes data = port_test::random_bytes(rng, 2 * SECTOR_SIZE);
   bio b = d.submit(REQ_OP_WRITE, 127, &data, rng);
   EXPECT_TRUE(b.bi_ended);
   EXPECT_EQ(b.bi_status, BLK_STS_IOERR);

@@ -1,0 +1,104 @@
+// bio_harness.hpp: drives a RAM disk written in the kernel's C style (a
+// submit_bio handler over block_shim.hpp's bio) the way the block layer
+// would, for the port tests: a request's data split into random bvecs, the
+// range requests (discard, write zeroes) with no data.
+#pragma once
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "iov/iov.hpp"
+#include "port/block_shim.hpp"
+#include "support/model.hpp"
+
+namespace port_test {
+
+using bytes = std::vector<unsigned char>;
+
+inline bytes random_bytes(std::mt19937_64& rng, size_t n) {
+  bytes out(n);
+  for (auto& c : out) c = static_cast<unsigned char>(rng());
+  return out;
+}
+
+// Entries of an xarray, counted by xa_for_each.
+inline size_t xa_count(iov::xarray* xa) {
+  size_t n = 0;
+  unsigned long idx;
+  struct iov::page* page;
+  xa_for_each(xa, idx, page) n++;
+  return n;
+}
+
+class bio_harness {
+ public:
+  bio_harness(void* driver, void (*handle)(bio*)) : handle_(handle) { disk_.private_data = driver; }
+
+  // Submits op on [sector, sector + data.size() / 512) with the data split
+  // into random bvecs: sector multiples at sector-aligned offsets, as the
+  // block layer hands a RAM disk (brd's queue's dma_alignment is 511), some
+  // of them over several frames. A READ's data comes back in *data.
+  bio submit(blk_opf_t op, iov::sector_t sector, bytes* data, std::mt19937_64& rng) {
+    using iov::PAGE_SIZE, iov::SECTOR_SIZE;
+    std::vector<iov::bio_vec> bvecs;
+    buffer_ = std::make_unique<iov_test::PageRun>(order_for(3 * data->size() + 2 * PAGE_SIZE));  // room for gaps between bvecs
+    auto sectors = [&rng](size_t lo, size_t hi) { return SECTOR_SIZE * std::uniform_int_distribution<size_t>(lo, hi)(rng); };
+    size_t pos = 0, at = sectors(0, 7);
+    while (pos < data->size()) {
+      size_t len = std::min(sectors(1, 12), data->size() - pos);
+      unsigned char* addr = buffer_->bytes() + at;
+      if (op_is_write(op))
+        std::memcpy(addr, data->data() + pos, len);
+      iov::bio_vec bv;
+      iov::bvec_set_virt(&bv, addr, static_cast<unsigned>(len));
+      bvecs.push_back(bv);
+      pos += len;
+      at += len + sectors(0, 1);
+    }
+    bio b = make(op, sector, static_cast<unsigned>(data->size()));
+    b.bi_io_vec = bvecs.data();
+    handle_(&b);
+    if (!op_is_write(op)) {
+      pos = 0;
+      for (const auto& bv : bvecs) {
+        std::memcpy(data->data() + pos, iov::bvec_virt(&bv), bv.bv_len);
+        pos += bv.bv_len;
+      }
+    }
+    return b;
+  }
+
+  gendisk* disk() { return &disk_; }
+
+  // A request without data (discard, write zeroes) of nr_bytes at sector.
+  bio submit_range(blk_opf_t op, iov::sector_t sector, unsigned nr_bytes) {
+    bio b = make(op, sector, nr_bytes);
+    handle_(&b);
+    return b;
+  }
+
+ private:
+  bio make(blk_opf_t op, iov::sector_t sector, unsigned size) {
+    bio b{};
+    b.bi_bdev = &bdev_;
+    b.bi_opf = op;
+    b.bi_iter = {sector, size, 0, 0};
+    return b;
+  }
+
+  static unsigned order_for(size_t bytes) {
+    unsigned order = 0;
+    while ((iov::PAGE_SIZE << order) < bytes) order++;
+    return order;
+  }
+
+  void (*handle_)(bio*);
+  gendisk disk_{};
+  block_device bdev_{&disk_};
+  std::unique_ptr<iov_test::PageRun> buffer_;  // the bios' memory: bvec_set_virt() names its frames
+};
+
+}  // namespace port_test
