@@ -6,9 +6,13 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
+#include <initializer_list>
 #include <memory>
 #include <random>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "iov/iov.hpp"
 #include "port/block_shim.hpp"
@@ -100,5 +104,71 @@ class bio_harness {
   block_device bdev_{&disk_};
   std::unique_ptr<iov_test::PageRun> buffer_;  // the bios' memory: bvec_set_virt() names its frames
 };
+
+// What the disk should hold: a flat copy of its bytes.
+struct flat_disk {
+  explicit flat_disk(size_t bytes) : data(bytes, 0) {}
+  unsigned char* at(iov::sector_t sector) { return data.data() + sector * iov::SECTOR_SIZE; }
+  iov::sector_t capacity() const { return data.size() / iov::SECTOR_SIZE; }
+  // A discard promises zeroes only for the whole pages inside its range.
+  void discard(iov::sector_t sector, size_t nr) {
+    for (iov::sector_t s = (sector + 7) / 8 * 8; s + 8 <= sector + nr; s += 8)
+      std::memset(at(s), 0, iov::PAGE_SIZE);
+  }
+  bytes data;
+};
+
+enum class req { write, read, discard, write_zeroes };
+
+// `steps` random requests, of the kinds in `mix` (a kind listed twice comes
+// twice as often), up to 80 sectors each, writes with or without
+// REQ_NOWAIT, every one checked: it ended without error, a read returned
+// the model's bytes, and the bio's own iterator is as submitted
+// (bio_for_each_segment() walks a copy). after_each() adds the driver's own
+// invariants. Then the whole disk is read back in one bio.
+inline void random_requests(bio_harness& h, flat_disk& m, std::mt19937_64& rng, int steps,
+                            std::initializer_list<req> mix, const std::function<void()>& after_each = {}) {
+  using iov::SECTOR_SIZE;
+  const std::vector<req> kinds(mix);
+  const iov::sector_t capacity = m.capacity();
+  for (int step = 0; step < steps; step++) {
+    iov::sector_t sector = std::uniform_int_distribution<iov::sector_t>(0, capacity - 1)(rng);
+    size_t nr = std::uniform_int_distribution<size_t>(1, std::min<size_t>(80, capacity - sector))(rng);
+    unsigned nr_bytes = static_cast<unsigned>(nr * SECTOR_SIZE);
+    bio b;
+    switch (kinds[rng() % kinds.size()]) {
+      case req::write: {
+        bytes data = random_bytes(rng, nr_bytes);
+        b = h.submit(REQ_OP_WRITE | ((rng() & 1) ? REQ_NOWAIT : 0), sector, &data, rng);
+        std::memcpy(m.at(sector), data.data(), data.size());
+        break;
+      }
+      case req::read: {
+        bytes data(nr_bytes, 0xcc);
+        b = h.submit(REQ_OP_READ, sector, &data, rng);
+        ASSERT_EQ(0, std::memcmp(data.data(), m.at(sector), data.size()))
+            << "read of sectors " << sector << "+" << nr << " at step " << step;
+        break;
+      }
+      case req::discard:
+        b = h.submit_range(REQ_OP_DISCARD, sector, nr_bytes);
+        m.discard(sector, nr);
+        break;
+      case req::write_zeroes:
+        b = h.submit_range(REQ_OP_WRITE_ZEROES, sector, nr_bytes);
+        std::memset(m.at(sector), 0, nr_bytes);
+        break;
+    }
+    ASSERT_TRUE(b.bi_ended) << "step " << step;
+    ASSERT_EQ(b.bi_status, BLK_STS_OK) << "step " << step;
+    EXPECT_EQ(b.bi_iter.bi_size, nr_bytes);
+    EXPECT_EQ(b.bi_iter.bi_sector, sector);
+    if (after_each) after_each();
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  bytes all(m.data.size());
+  ASSERT_EQ(h.submit(REQ_OP_READ, 0, &all, rng).bi_status, BLK_STS_OK);
+  EXPECT_EQ(all, m.data);
+}
 
 }  // namespace port_test

@@ -225,7 +225,7 @@ using port_test::bytes;
 
 // A RAM disk, the harness that submits its bios, and the flat model of its contents.
 struct disk_under_test {
-  explicit disk_under_test(unsigned long kbytes) : model(kbytes * 1024, 0) {
+  explicit disk_under_test(unsigned long kbytes) : model(kbytes * 1024) {
     rd.disk = harness.disk();
     rd.capacity = kbytes * 2;
   }
@@ -238,51 +238,18 @@ struct disk_under_test {
 
   ramdisk rd{};
   port_test::bio_harness harness{&rd, rd_handle_bio};
-  bytes model;
+  port_test::flat_disk model;
 };
 
 TEST(KernelStyleRamdisk, RandomWritesReadsAndDiscardsFollowTheFlatModel) {
+  using port_test::req;
   const size_t frames_before = iov::page_alloc_read_stats().frames_in_use;
   for (uint64_t seed : {1u, 2u, 3u}) {
     SCOPED_TRACE(seed);
     std::mt19937_64 rng(seed);
     disk_under_test d(512);  // 512 KiB: 1024 sectors, 128 pages
-    const iov::sector_t capacity = d.model.size() / SECTOR_SIZE;
-    for (int step = 0; step < 600; step++) {
-      iov::sector_t sector = std::uniform_int_distribution<iov::sector_t>(0, capacity - 1)(rng);
-      size_t nr = std::uniform_int_distribution<size_t>(1, std::min<size_t>(80, capacity - sector))(rng);
-      int kind = static_cast<int>(rng() % 5);
-      blk_opf_t nowait = (rng() & 1) ? REQ_NOWAIT : 0;
-      if (kind <= 1) {  // write
-        bytes data = port_test::random_bytes(rng, nr * SECTOR_SIZE);
-        bio b = d.submit(REQ_OP_WRITE | nowait, sector, &data, rng);
-        ASSERT_TRUE(b.bi_ended);
-        ASSERT_EQ(b.bi_status, BLK_STS_OK);
-        // bio_for_each_segment() walks a copy: the bio's iterator is as submitted.
-        EXPECT_EQ(b.bi_iter.bi_size, nr * SECTOR_SIZE);
-        EXPECT_EQ(b.bi_iter.bi_sector, sector);
-        std::memcpy(d.model.data() + sector * SECTOR_SIZE, data.data(), data.size());
-      } else if (kind <= 3) {  // read
-        bytes data(nr * SECTOR_SIZE, 0xcc);
-        bio b = d.submit(REQ_OP_READ, sector, &data, rng);
-        ASSERT_TRUE(b.bi_ended);
-        ASSERT_EQ(b.bi_status, BLK_STS_OK);
-        ASSERT_EQ(0, std::memcmp(data.data(), d.model.data() + sector * SECTOR_SIZE, data.size()))
-            << "read of sectors " << sector << "+" << nr << " at step " << step;
-      } else {  // discard: whole pages inside the range are freed, and read as zeroes
-        bio b = d.harness.submit_range(REQ_OP_DISCARD, sector, static_cast<unsigned>(nr * SECTOR_SIZE));
-        ASSERT_TRUE(b.bi_ended);
-        iov::sector_t first = (sector + 7) / 8 * 8, end = (sector + nr) / 8 * 8;
-        for (iov::sector_t s = first; s < end; s += 8)
-          std::memset(d.model.data() + s * SECTOR_SIZE, 0, PAGE_SIZE);
-      }
-      ASSERT_EQ(d.rd.nr_pages, d.pages_present()) << "nr_pages counts the xarray's pages";
-    }
-    // The whole disk, one read.
-    bytes all(d.model.size());
-    bio b = d.submit(REQ_OP_READ, 0, &all, rng);
-    ASSERT_EQ(b.bi_status, BLK_STS_OK);
-    EXPECT_EQ(all, d.model);
+    port_test::random_requests(d.harness, d.model, rng, 600, {req::write, req::write, req::read, req::read, req::discard},
+                               [&] { ASSERT_EQ(d.rd.nr_pages, d.pages_present()) << "nr_pages counts the xarray's pages"; });
   }
   EXPECT_EQ(iov::page_alloc_read_stats().frames_in_use, frames_before) << "rd_release() put every page";
 }
