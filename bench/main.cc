@@ -13,9 +13,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -289,6 +291,19 @@ class listing_reporter : public benchmark::BenchmarkReporter {
 
 // KTAP, line by line as the runs of the last round finish; earlier rounds
 // only collect samples.
+// A memory figure over its samples, the median first: a ratio as
+// "1.0042 (0.9942..1.0101, 4 samples)", bytes as whole numbers.
+std::string memory_figure(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t m = v.size() / 2;
+  double median = v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+  bool bytes = std::abs(v.front()) >= 100 || std::abs(v.back()) >= 100;
+  const char* format = bytes ? "%.0f (%.0f..%.0f, %zu samples)" : "%.4f (%.4f..%.4f, %zu samples)";
+  char buf[128];
+  std::snprintf(buf, sizeof buf, format, median, v.front(), v.back(), v.size());
+  return buf;
+}
+
 class ktap_reporter : public benchmark::BenchmarkReporter {
  public:
   ktap_reporter(size_t planned, std::vector<std::string> header, bool wall_clock, int rounds)
@@ -336,6 +351,9 @@ class ktap_reporter : public benchmark::BenchmarkReporter {
       bool wall = wall_clock_ || r->run_name.time_type == "manual_time";
       double secs = (wall ? r->real_accumulated_time : r->cpu_accumulated_time) / iters;
       res.samples_us.push_back(secs * 1e6);
+      for (const auto& [key, counter] : r->counters)
+        if (key.rfind("rss_", 0) == 0)
+          res.memory[key].push_back(counter.value);
       if (res.bytes == 0) {
         auto bytes = r->counters.find("bytes");
         auto bps = r->counters.find("bytes_per_second");
@@ -351,6 +369,8 @@ class ktap_reporter : public benchmark::BenchmarkReporter {
     merged.name = res.name;
     merged.samples_us.insert(merged.samples_us.end(), res.samples_us.begin(), res.samples_us.end());
     merged.bytes = merged.bytes ? merged.bytes : res.bytes;
+    for (auto& [key, values] : res.memory)
+      merged.memory[key].insert(merged.memory[key].end(), values.begin(), values.end());
     if (res.error) {
       merged.error = true;
       merged.message = res.message;
@@ -369,6 +389,8 @@ class ktap_reporter : public benchmark::BenchmarkReporter {
     } else {
       out << "# " << res.name << ": avg " << format_us(res.avg_us) << " uS, stddev "
           << format_us(res.stddev_us) << " uS\n";
+      for (const auto& [key, values] : res.memory)
+        out << "# " << res.name << ": " << key << " " << memory_figure(values) << "\n";
       out << "ok " << index_ << " " << res.name << "\n";
     }
     out << std::flush;

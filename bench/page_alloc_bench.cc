@@ -1,5 +1,5 @@
-// page_alloc_bench.cc: the page allocator (page.hpp) and what it gives brd,
-// each against its baseline in the same run:
+// page_alloc_bench.cc: the page allocator (page.hpp) and what it gives the
+// RAM disks, each against its baseline in the same run:
 //   alloc_pages_order0/9   alloc+free pairs (batches of 64, resp. 4) against
 //                          aligned_alloc/free of the same sizes
 //   brd_randread           65536 random 4 KiB reads from a written 256 MiB brd
@@ -9,15 +9,23 @@
 //                          into that region; brd_first_write: every page
 //                          written once into an empty device (allocation
 //                          included)
+//   null_blk_randread/randwrite  the same on a memory-backed null_blk, against
+//                          the same baselines
+//   brd_resident, null_blk_resident  a 256 MiB device written whole; counter
+//                          rss_per_byte_stored: the growth of the resident
+//                          set over the bytes stored (the data itself is 1.0)
 //   brd_churn              a 1 GiB brd written whole, discarded, ten times;
 //                          counters: resident bytes after the first and the
 //                          last pass, and their ratio
+#include <malloc.h>
 #include <sys/mman.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <string>
 #include <random>
 #include <vector>
 
@@ -61,21 +69,32 @@ void bm_alloc_free(benchmark::State& state, unsigned order, size_t batch, size_t
 
 // --- brd against memcpy over a huge-page region -------------------------------
 
-struct brd_fixture {
-  std::unique_ptr<blkdev> dev;
-  char* region;  // BENCH_SIZE on transparent huge pages, written
+// 4 KiB requests on a ubuf over one page-aligned buffer.
+int submit_page(blkdev* dev, req_op op, size_t off, char* buf) {
+  iov_iter it;
+  iov_iter_ubuf(&it, op == REQ_OP_READ ? ITER_DEST : ITER_SOURCE, buf, PAGE_SIZE);
+  blk_request rq{.op = op, .sector = off >> SECTOR_SHIFT, .iter = &it};
+  return dev->submit(rq);
+}
+
+std::unique_ptr<blkdev> make_device(const char* driver) {
+  blkdev_settings o{{"size", "256m"}};
+  if (std::strcmp(driver, "null_blk") == 0)
+    o.emplace_back("memory_backed", "1");
+  auto d = blkdev_create(driver, o);
+  if (!d.ok())
+    die(driver);
+  return std::move(*d);
+}
+
+// The random offsets, and the memcpy baselines' region on transparent huge pages.
+struct rand_fixture {
+  char* region;  // BENCH_SIZE, written
   std::vector<size_t> offsets;
   alignas(PAGE_SIZE) char buf[PAGE_SIZE];
 
-  brd_fixture() {
-    auto d = blkdev_create("brd", {{"size", "256m"}});
-    if (!d.ok())
-      die("brd");
-    dev = std::move(*d);
+  rand_fixture() {
     std::memset(buf, 0x5a, sizeof buf);
-    for (size_t off = 0; off < BENCH_SIZE; off += PAGE_SIZE)
-      if (io(REQ_OP_WRITE, off))
-        die("brd write");
     void* raw = mmap(nullptr, 2 * BENCH_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (raw == MAP_FAILED)
       die("mmap");
@@ -86,31 +105,74 @@ struct brd_fixture {
     for (size_t i = 0; i < kRandOps; i++)
       offsets.push_back(rng() % BENCH_PAGES * PAGE_SIZE);
   }
-  int io(req_op op, size_t off) {
-    iov_iter it;
-    iov_iter_ubuf(&it, op == REQ_OP_READ ? ITER_DEST : ITER_SOURCE, buf, PAGE_SIZE);
-    blk_request rq{.op = op, .sector = off >> SECTOR_SHIFT, .iter = &it};
-    return dev->submit(rq);
-  }
 };
 
-brd_fixture& fixture() {
-  static brd_fixture* f = new brd_fixture;
+rand_fixture& fixture() {
+  static rand_fixture* f = new rand_fixture;
   return *f;
 }
 
-void bm_brd_rand(benchmark::State& state, req_op op) {
-  brd_fixture& f = fixture();
+// A 256 MiB device of the driver with every page written, made once.
+blkdev* written_device(const char* driver) {
+  static std::map<std::string, std::unique_ptr<blkdev>> devices;
+  auto& d = devices[driver];
+  if (!d) {
+    d = make_device(driver);
+    for (size_t off = 0; off < BENCH_SIZE; off += PAGE_SIZE)
+      if (submit_page(d.get(), REQ_OP_WRITE, off, fixture().buf))
+        die("write");
+  }
+  return d.get();
+}
+
+void bm_dev_rand(benchmark::State& state, const char* driver, req_op op) {
+  rand_fixture& f = fixture();
+  blkdev* dev = written_device(driver);
   size_t done = 0;
   for (auto _ : state)
     for (size_t off : f.offsets)
-      if (f.io(op, off) == 0)
+      if (submit_page(dev, op, off, f.buf) == 0)
         done += PAGE_SIZE;
   expect_bytes(state, done, kRandOps * PAGE_SIZE);
 }
 
+// What earlier work left free goes back to the system (the last sample's
+// pages after their grace period, the allocator's spare chunks and this
+// thread's cache, the C library's free heap), so that a resident-set growth
+// measured next is not hidden by memory reused from it.
+void return_free_memory() {
+  rcu_barrier();
+  page_alloc_drain_thread_cache();
+  page_alloc_release_free();
+  malloc_trim(0);
+}
+
+// The resident set's growth while an empty 256 MiB device is written whole,
+// per byte stored.
+void bm_resident(benchmark::State& state, const char* driver) {
+  size_t done = 0, grown = 0;
+  alignas(PAGE_SIZE) static char buf[PAGE_SIZE];
+  std::memset(buf, 0x77, sizeof buf);
+  for (auto _ : state) {
+    state.PauseTiming();
+    std::unique_ptr<blkdev> dev = make_device(driver);
+    return_free_memory();
+    size_t before = resident_bytes();
+    state.ResumeTiming();
+    for (size_t off = 0; off < BENCH_SIZE; off += PAGE_SIZE)
+      if (submit_page(dev.get(), REQ_OP_WRITE, off, buf) == 0)
+        done += PAGE_SIZE;
+    state.PauseTiming();
+    grown = resident_bytes() - before;
+    dev.reset();
+    state.ResumeTiming();
+  }
+  state.counters["rss_per_byte_stored"] = static_cast<double>(grown) / BENCH_SIZE;
+  expect_bytes(state, done, BENCH_SIZE);
+}
+
 void bm_memcpy_rand(benchmark::State& state, bool to_region) {
-  brd_fixture& f = fixture();
+  rand_fixture& f = fixture();
   size_t done = 0;
   // A length the compiler cannot see, as brd's copies have: the C library's
   // memcpy, not a copy inlined for a constant 4096.
@@ -166,6 +228,7 @@ void bm_brd_churn(benchmark::State& state) {
     auto d = blkdev_create("brd", {{"size", "1g"}});
     if (!d.ok())
       die("brd");
+    return_free_memory();
     before = resident_bytes();
     for (int pass = 0; pass < 10; pass++) {
       for (size_t off = 0; off < kSize; off += kChunk) {
@@ -182,7 +245,7 @@ void bm_brd_churn(benchmark::State& state) {
         die("discard");
       rcu_barrier();  // discarded pages are freed after a grace period
     }
-    state.counters["rss_after_discard"] = static_cast<double>(resident_bytes() - before);
+    state.counters["rss_after_discard"] = static_cast<double>(resident_bytes()) - static_cast<double>(before);
   }
   state.counters["rss_first_pass"] = static_cast<double>(rss_first);
   state.counters["rss_last_pass"] = static_cast<double>(rss_last);
@@ -202,13 +265,23 @@ const bool registered = [] {
   register_sampled("baseline_alloc_pages_order9", [](benchmark::State& s) { bm_alloc_free<false>(s, 9, 4, 256); });
 
   set_baseline("brd_randread", "baseline_brd_randread");
-  register_sampled("iov_kunit_benchmark_brd_randread", [](benchmark::State& s) { bm_brd_rand(s, REQ_OP_READ); });
+  register_sampled("iov_kunit_benchmark_brd_randread", [](benchmark::State& s) { bm_dev_rand(s, "brd", REQ_OP_READ); });
   register_sampled("baseline_brd_randread", [](benchmark::State& s) { bm_memcpy_rand(s, false); });
   set_baseline("brd_randwrite", "baseline_brd_randwrite");
-  register_sampled("iov_kunit_benchmark_brd_randwrite", [](benchmark::State& s) { bm_brd_rand(s, REQ_OP_WRITE); });
+  register_sampled("iov_kunit_benchmark_brd_randwrite", [](benchmark::State& s) { bm_dev_rand(s, "brd", REQ_OP_WRITE); });
   register_sampled("baseline_brd_randwrite", [](benchmark::State& s) { bm_memcpy_rand(s, true); });
   set_baseline("brd_first_write", "baseline_brd_randwrite");
   register_sampled("iov_kunit_benchmark_brd_first_write", bm_brd_first_write);
+  set_baseline("null_blk_randread", "baseline_brd_randread");
+  register_sampled("iov_kunit_benchmark_null_blk_randread",
+                   [](benchmark::State& s) { bm_dev_rand(s, "null_blk", REQ_OP_READ); });
+  set_baseline("null_blk_randwrite", "baseline_brd_randwrite");
+  register_sampled("iov_kunit_benchmark_null_blk_randwrite",
+                   [](benchmark::State& s) { bm_dev_rand(s, "null_blk", REQ_OP_WRITE); });
+  register_sampled("iov_kunit_benchmark_brd_resident", [](benchmark::State& s) { bm_resident(s, "brd"); })
+      ->Repetitions(2);
+  register_sampled("iov_kunit_benchmark_null_blk_resident", [](benchmark::State& s) { bm_resident(s, "null_blk"); })
+      ->Repetitions(2);
   register_sampled("iov_kunit_benchmark_brd_churn", bm_brd_churn)->Repetitions(2);
   return true;
 }();

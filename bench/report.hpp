@@ -7,6 +7,7 @@
 //   for (const std::string& line : iov::bench::summarize({r})) std::cout << "# " << line << "\n";
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,8 @@ struct bench_result {
   size_t round_size = 0;  // samples per round with --rounds (0: one round)
   size_t kept = 0;        // samples after dropping the first (of each round)
   double avg_us = 0, stddev_us = 0, median_us = 0;
+  // Memory figures a case reports as counters named rss_*: every sample's value.
+  std::map<std::string, std::vector<double>> memory;
 };
 
 // As iov_kunit_benchmark_print_stats(): the first sample (of each round) is
