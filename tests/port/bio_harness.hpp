@@ -171,4 +171,43 @@ inline void random_requests(bio_harness& h, flat_disk& m, std::mt19937_64& rng, 
   EXPECT_EQ(all, m.data);
 }
 
+// A RAM disk of type Disk (members `disk`, `capacity` in sectors, and its
+// pages in the xarray `pages`), served by Handle and torn down by Release,
+// with the harness that submits its bios and the flat model of its contents.
+template <class Disk, void (*Handle)(bio*), void (*Release)(Disk*)>
+struct ramdisk_under_test {
+  explicit ramdisk_under_test(unsigned long kbytes) : model(kbytes * 1024) {
+    rd.disk = harness.disk();
+    rd.capacity = kbytes * 2;
+  }
+  ~ramdisk_under_test() { Release(&rd); }
+  ramdisk_under_test(const ramdisk_under_test&) = delete;
+  ramdisk_under_test& operator=(const ramdisk_under_test&) = delete;
+
+  bio submit(blk_opf_t op, iov::sector_t sector, bytes* data, std::mt19937_64& rng) {
+    return harness.submit(op, sector, data, rng);
+  }
+  size_t pages_present() { return xa_count(&rd.pages); }
+
+  Disk rd{};
+  bio_harness harness{&rd, Handle};
+  flat_disk model;
+};
+
+// On a 64 KiB disk (128 sectors): a two-sector WRITE that runs one sector
+// past the end fails and stores nothing; the last two sectors take one page.
+// stored() is the driver's count of its pages.
+template <class Disk, class Stored>
+void bio_past_the_end_fails(Disk& d, Stored stored) {
+  std::mt19937_64 rng(11);
+  bytes data = random_bytes(rng, 2 * iov::SECTOR_SIZE);
+  bio b = d.submit(REQ_OP_WRITE, 127, &data, rng);
+  EXPECT_TRUE(b.bi_ended);
+  EXPECT_EQ(b.bi_status, BLK_STS_IOERR);
+  EXPECT_EQ(stored(), 0u);
+  b = d.submit(REQ_OP_WRITE, 126, &data, rng);
+  EXPECT_EQ(b.bi_status, BLK_STS_OK);
+  EXPECT_EQ(stored(), 1u);
+}
+
 }  // namespace port_test

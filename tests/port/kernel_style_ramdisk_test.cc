@@ -223,23 +223,7 @@ using iov::PAGE_SIZE;
 using iov::SECTOR_SIZE;
 using port_test::bytes;
 
-// A RAM disk, the harness that submits its bios, and the flat model of its contents.
-struct disk_under_test {
-  explicit disk_under_test(unsigned long kbytes) : model(kbytes * 1024) {
-    rd.disk = harness.disk();
-    rd.capacity = kbytes * 2;
-  }
-  ~disk_under_test() { rd_release(&rd); }
-
-  bio submit(blk_opf_t op, iov::sector_t sector, bytes* data, std::mt19937_64& rng) {
-    return harness.submit(op, sector, data, rng);
-  }
-  size_t pages_present() { return port_test::xa_count(&rd.pages); }
-
-  ramdisk rd{};
-  port_test::bio_harness harness{&rd, rd_handle_bio};
-  port_test::flat_disk model;
-};
+using disk_under_test = port_test::ramdisk_under_test<ramdisk, rd_handle_bio, rd_release>;
 
 TEST(KernelStyleRamdisk, RandomWritesReadsAndDiscardsFollowTheFlatModel) {
   using port_test::req;
@@ -271,16 +255,8 @@ TEST(KernelStyleRamdisk, ADiscardShorterThanAPageKeepsTheData) {
 }
 
 TEST(KernelStyleRamdisk, ABioPastTheEndFailsAndAllocatesNothing) {
-  std::mt19937_64 rng(11);
-  disk_under_test d(64);  // 128 sectors
-  bytes data = port_test::random_bytes(rng, 2 * SECTOR_SIZE);
-  bio b = d.submit(REQ_OP_WRITE, 127, &data, rng);
-  EXPECT_TRUE(b.bi_ended);
-  EXPECT_EQ(b.bi_status, BLK_STS_IOERR);
-  EXPECT_EQ(d.rd.nr_pages, 0u);
-  b = d.submit(REQ_OP_WRITE, 126, &data, rng);  // the last two sectors
-  EXPECT_EQ(b.bi_status, BLK_STS_OK);
-  EXPECT_EQ(d.rd.nr_pages, 1u);
+  disk_under_test d(64);
+  port_test::bio_past_the_end_fails(d, [&] { return d.rd.nr_pages; });
 }
 
 }  // namespace

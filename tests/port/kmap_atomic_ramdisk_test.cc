@@ -235,17 +235,7 @@ using iov::PAGE_SIZE;
 using iov::SECTOR_SIZE;
 using port_test::bytes;
 
-struct disk_under_test {
-  explicit disk_under_test(unsigned long kbytes) : model(kbytes * 1024) {
-    rd.disk = harness.disk();
-    rd.capacity = kbytes * 2;
-  }
-  ~disk_under_test() { ord_free_pages(&rd); }
-
-  old_ramdisk rd{};
-  port_test::bio_harness harness{&rd, ord_submit_bio};
-  port_test::flat_disk model;
-};
+using disk_under_test = port_test::ramdisk_under_test<old_ramdisk, ord_submit_bio, ord_free_pages>;
 
 TEST(KmapAtomicRamdisk, RandomWritesReadsDiscardsAndWriteZeroesFollowTheFlatModel) {
   using port_test::req;
@@ -262,7 +252,7 @@ TEST(KmapAtomicRamdisk, RandomWritesReadsDiscardsAndWriteZeroesFollowTheFlatMode
     for (size_t off = 0; off < d.model.data.size(); off += PAGE_SIZE)
       nonzero_pages += !std::all_of(d.model.data.begin() + off, d.model.data.begin() + off + PAGE_SIZE,
                                     [](unsigned char c) { return c == 0; });
-    EXPECT_GE(port_test::xa_count(&d.rd.pages), nonzero_pages);
+    EXPECT_GE(d.pages_present(), nonzero_pages);
     EXPECT_GT(nonzero_pages, 0u);
   }
   EXPECT_EQ(iov::page_alloc_read_stats().frames_in_use, frames_before) << "ord_free_pages() freed every page";
@@ -273,23 +263,18 @@ TEST(KmapAtomicRamdisk, AWriteAcrossTwoDiskPagesAllocatesBothBeforeCopying) {
   disk_under_test d(64);
   bytes data = port_test::random_bytes(rng, 2 * SECTOR_SIZE);
   // Sectors 7 and 8: the last of disk page 0 and the first of page 1, in one bvec or two.
-  bio b = d.harness.submit(REQ_OP_WRITE, 7, &data, rng);
+  bio b = d.submit(REQ_OP_WRITE, 7, &data, rng);
   ASSERT_EQ(b.bi_status, BLK_STS_OK);
-  EXPECT_EQ(port_test::xa_count(&d.rd.pages), 2u);
+  EXPECT_EQ(d.pages_present(), 2u);
   bytes back(3 * SECTOR_SIZE);
-  d.harness.submit(REQ_OP_READ, 6, &back, rng);
+  d.submit(REQ_OP_READ, 6, &back, rng);
   EXPECT_EQ(bytes(back.begin(), back.begin() + SECTOR_SIZE), bytes(SECTOR_SIZE, 0));
   EXPECT_EQ(bytes(back.begin() + SECTOR_SIZE, back.end()), data);
 }
 
 TEST(KmapAtomicRamdisk, ABioPastTheEndFailsAndAllocatesNothing) {
-  std::mt19937_64 rng(11);
-  disk_under_test d(64);  // 128 sectors
-  bytes data = port_test::random_bytes(rng, 2 * SECTOR_SIZE);
-  bio b = d.harness.submit(REQ_OP_WRITE, 127, &data, rng);
-  EXPECT_TRUE(b.bi_ended);
-  EXPECT_EQ(b.bi_status, BLK_STS_IOERR);
-  EXPECT_EQ(port_test::xa_count(&d.rd.pages), 0u);
+  disk_under_test d(64);
+  port_test::bio_past_the_end_fails(d, [&] { return d.pages_present(); });
 }
 
 }  // namespace
