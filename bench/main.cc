@@ -45,6 +45,7 @@ using iov::bench::compute_stats;
 using iov::bench::display_name;
 using iov::bench::draw_chart;
 using iov::bench::format_us;
+using iov::bench::median_of;
 using iov::bench::summarize;
 
 // --- Context -----------------------------------------------------------------
@@ -289,21 +290,19 @@ class listing_reporter : public benchmark::BenchmarkReporter {
   std::ostringstream out_;
 };
 
-// KTAP, line by line as the runs of the last round finish; earlier rounds
-// only collect samples.
 // A memory figure over its samples, the median first: a ratio as
 // "1.0042 (0.9942..1.0101, 4 samples)", bytes as whole numbers.
-std::string memory_figure(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t m = v.size() / 2;
-  double median = v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
-  bool bytes = std::abs(v.front()) >= 100 || std::abs(v.back()) >= 100;
+std::string memory_figure(const std::vector<double>& v) {
+  auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+  bool bytes = std::abs(*lo) >= 100 || std::abs(*hi) >= 100;
   const char* format = bytes ? "%.0f (%.0f..%.0f, %zu samples)" : "%.4f (%.4f..%.4f, %zu samples)";
   char buf[128];
-  std::snprintf(buf, sizeof buf, format, median, v.front(), v.back(), v.size());
+  std::snprintf(buf, sizeof buf, format, median_of(v), *lo, *hi, v.size());
   return buf;
 }
 
+// KTAP, line by line as the runs of the last round finish; earlier rounds
+// only collect samples.
 class ktap_reporter : public benchmark::BenchmarkReporter {
  public:
   ktap_reporter(size_t planned, std::vector<std::string> header, bool wall_clock, int rounds)

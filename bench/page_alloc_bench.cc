@@ -25,8 +25,8 @@
 #include <cstring>
 #include <map>
 #include <memory>
-#include <string>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "bench_common.hpp"
@@ -201,19 +201,13 @@ void bm_brd_first_write(benchmark::State& state) {
   size_t done = 0;
   for (auto _ : state) {
     state.PauseTiming();
-    auto d = blkdev_create("brd", {{"size", "256m"}});
-    if (!d.ok())
-      die("brd");
+    std::unique_ptr<blkdev> dev = make_device("brd");
     state.ResumeTiming();
-    for (size_t off : order) {
-      iov_iter it;
-      iov_iter_ubuf(&it, ITER_SOURCE, buf, PAGE_SIZE);
-      blk_request rq{.op = REQ_OP_WRITE, .sector = off >> SECTOR_SHIFT, .iter = &it};
-      if ((*d)->submit(rq) == 0)
+    for (size_t off : order)
+      if (submit_page(dev.get(), REQ_OP_WRITE, off, buf) == 0)
         done += PAGE_SIZE;
-    }
     state.PauseTiming();
-    d->reset();
+    dev.reset();
     state.ResumeTiming();
   }
   expect_bytes(state, done, BENCH_SIZE);

@@ -43,9 +43,15 @@ void compute_stats(bench_result* r) {
   for (double x : s)
     sumsq += (x - r->avg_us) * (x - r->avg_us);
   r->stddev_us = std::sqrt(sumsq / static_cast<double>(s.size()));
-  std::sort(s.begin(), s.end());
-  size_t m = s.size() / 2;
-  r->median_us = s.size() % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+  r->median_us = median_of(std::move(s));
+}
+
+double median_of(std::vector<double> v) {
+  if (v.empty())
+    return 0;
+  std::sort(v.begin(), v.end());
+  size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
 }
 
 // Whole microseconds, as kunit prints them, unless that would round to nothing.

@@ -30,6 +30,9 @@ struct bench_result {
 // dropped (it pays for cold caches); fills kept, avg_us, stddev_us and median_us.
 void compute_stats(bench_result* r);
 
+// The median of the values (the mean of the middle two for an even count); 0 for none.
+double median_of(std::vector<double> v);
+
 // Whole microseconds, as kunit prints them, unless that would round to nothing.
 std::string format_us(double us);
 
