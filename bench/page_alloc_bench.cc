@@ -150,7 +150,8 @@ void return_free_memory() {
 // The resident set's growth while an empty 256 MiB device is written whole,
 // per byte stored.
 void bm_resident(benchmark::State& state, const char* driver) {
-  size_t done = 0, grown = 0;
+  size_t done = 0;
+  double grown = 0;  // signed: a resident set may shrink
   alignas(PAGE_SIZE) static char buf[PAGE_SIZE];
   std::memset(buf, 0x77, sizeof buf);
   for (auto _ : state) {
@@ -163,11 +164,11 @@ void bm_resident(benchmark::State& state, const char* driver) {
       if (submit_page(dev.get(), REQ_OP_WRITE, off, buf) == 0)
         done += PAGE_SIZE;
     state.PauseTiming();
-    grown = resident_bytes() - before;
+    grown = static_cast<double>(resident_bytes()) - static_cast<double>(before);
     dev.reset();
     state.ResumeTiming();
   }
-  state.counters["rss_per_byte_stored"] = static_cast<double>(grown) / BENCH_SIZE;
+  state.counters["rss_per_byte_stored"] = grown / BENCH_SIZE;
   expect_bytes(state, done, BENCH_SIZE);
 }
 
