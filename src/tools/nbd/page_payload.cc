@@ -2,8 +2,11 @@
 #include "nbd/page_payload.hpp"
 
 #include <algorithm>
+#include <cstring>
 
+#include "iov/internal/memcpy_nt.hpp"
 #include "iov/page.hpp"
+#include "iov/position.hpp"
 
 namespace iov::nbd {
 
@@ -34,6 +37,26 @@ bool page_payload::prepare(uint64_t offset, uint64_t length) {
   }
   iov_iter_bvec(&rest_, ITER_DEST, pieces_.data(), pieces_.size(), length);
   return true;
+}
+
+void page_payload::fill(const void* src, size_t len) {
+  len = std::min(len, iov_iter_count(&rest_));
+  const size_t total = len;
+  const auto* from = static_cast<const char*>(src);
+  internal::memcpy_nt_batch batch;
+  size_t skip = rest_.iov_offset;
+  for (const bio_vec* bv = rest_.bvec; len; bv++, skip = 0) {
+    const size_t n = std::min<size_t>(bv->bv_len - skip, len);
+    char* to = static_cast<char*>(bvec_virt(bv)) + skip;
+    if (bv->bv_len == PAGE_SIZE)
+      batch.add(to, from, n);
+    else
+      std::memcpy(to, from, n);
+    from += n;
+    len -= n;
+  }
+  batch.finish();
+  iov_iter_advance(&rest_, total);
 }
 
 int page_payload::write_piece(blkdev& dev, unsigned rq_flags, uint64_t offset, const bio_vec& bv,

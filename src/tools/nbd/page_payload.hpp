@@ -7,7 +7,7 @@
 //
 //   page_payload p;
 //   if (p.prepare(offset, length)) {
-//     recv_iter(fd, p.rest());                 // or copy_to_iter(buf, n, p.rest())
+//     recv_iter(fd, p.rest());                 // or p.fill(buf, n)
 //     if (iov_iter_count(p.rest()) == 0) err = p.commit(dev, REQ_FUA, &why);
 //   }
 #pragma once
@@ -34,6 +34,12 @@ class page_payload {
   bool active() const { return !pieces_.empty(); }
   // The part still to be received; advanced by whoever fills it.
   iov_iter* rest() { return &rest_; }
+  // Copies the next min(len, what is left) bytes of the payload from src (a
+  // receive buffer) into the pages, advancing rest(). The whole pages, which
+  // the device keeps and nothing reads soon, get streaming stores: through
+  // the cache, every line of a fresh frame would first be read from memory.
+  // The partial pages at the ends, copied again by commit(), get memcpy.
+  void fill(const void* src, size_t len);
   // Writes the payload (all of it received) to the device: the partial page
   // at the start, the whole pages handed over, the partial page at the end.
   // 0 or the device's -errno with *why. Holds nothing afterwards.

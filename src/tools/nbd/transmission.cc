@@ -119,7 +119,7 @@ connection::step connection::continue_payload() {
   }
   const uint64_t take = std::min<uint64_t>(available(), pending_.length - payload_received_);
   if (pages_.active())
-    copy_to_iter(input(), take, pages_.rest());
+    pages_.fill(input(), take);
   else if (payload_)
     std::memcpy(static_cast<char*>(payload_) + payload_received_, input(), take);
   consume(take);
@@ -258,7 +258,7 @@ bool connection::submit_or_reply(const request& rq, blk_request& br, const char*
 // page), else into its own pages.
 void connection::handle_write(const request& rq, const void* payload) {
   if (ctx_.replaces && pages_.prepare(rq.offset, rq.length)) {
-    copy_to_iter(payload, rq.length, pages_.rest());
+    pages_.fill(payload, rq.length);
     return commit_pages(rq);
   }
   iov_iter it;
