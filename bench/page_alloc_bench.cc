@@ -6,9 +6,10 @@
 //                          against random 4 KiB memcpy out of a 256 MiB region
 //                          on transparent huge pages (same offsets)
 //   brd_randwrite          the same writes into written pages, against memcpy
-//                          into that region; brd_first_write: every page
-//                          written once into an empty device (allocation
-//                          included)
+//                          into that region; brd_randwrite_nocache: the same
+//                          with copy_mode=nocache (streaming stores);
+//                          brd_first_write: every page written once into an
+//                          empty device (allocation included)
 //   null_blk_randread/randwrite  the same on a memory-backed null_blk, against
 //                          the same baselines
 //   brd_resident, null_blk_resident  a 256 MiB device written whole; counter
@@ -125,9 +126,10 @@ blkdev* written_device(const char* driver) {
   return d.get();
 }
 
-void bm_dev_rand(benchmark::State& state, const char* driver, req_op op) {
+void bm_dev_rand(benchmark::State& state, const char* driver, req_op op, copy_mode mode = copy_mode::modern) {
   rand_fixture& f = fixture();
   blkdev* dev = written_device(driver);
+  dev->set_copy_mode(mode);
   size_t done = 0;
   for (auto _ : state)
     for (size_t off : f.offsets)
@@ -265,6 +267,9 @@ const bool registered = [] {
   set_baseline("brd_randwrite", "baseline_brd_randwrite");
   register_sampled("iov_kunit_benchmark_brd_randwrite", [](benchmark::State& s) { bm_dev_rand(s, "brd", REQ_OP_WRITE); });
   register_sampled("baseline_brd_randwrite", [](benchmark::State& s) { bm_memcpy_rand(s, true); });
+  set_baseline("brd_randwrite_nocache", "baseline_brd_randwrite");
+  register_sampled("iov_kunit_benchmark_brd_randwrite_nocache",
+                   [](benchmark::State& s) { bm_dev_rand(s, "brd", REQ_OP_WRITE, copy_mode::nocache); });
   set_baseline("brd_first_write", "baseline_brd_randwrite");
   register_sampled("iov_kunit_benchmark_brd_first_write", bm_brd_first_write);
   set_baseline("null_blk_randread", "baseline_brd_randread");

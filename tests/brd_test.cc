@@ -326,6 +326,12 @@ TEST(Brd, CreateFromSettings) {
   EXPECT_EQ(brd->config().detect_zeroes, iov::detect_zeroes::unmap);
   EXPECT_EQ(brd->config().max_pages, 10u);
 
+  auto nocache = iov::blkdev_create("brd", {{"size", "1m"}, {"copy_mode", "nocache"}});
+  ASSERT_TRUE(nocache.ok()) << nocache.status();
+  EXPECT_EQ((*nocache)->get_copy_mode(), iov::copy_mode::nocache);
+  auto unknown = iov::blkdev_create("brd", {{"copy_mode", "streaming"}});
+  EXPECT_THAT(std::string(unknown.status().message()), HasSubstr("modern, legacy or nocache"));
+
   auto bad = iov::blkdev_create("brd", {{"zoned", "1"}});
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("zoned does not apply to brd"));
   EXPECT_THAT(std::string(iov::blkdev_create("brd", {{"size", "12x"}}).status().message()), HasSubstr("size=12x"));

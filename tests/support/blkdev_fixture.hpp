@@ -50,8 +50,9 @@ inline std::unique_ptr<iov::nullb_device> make_nullb(const iov::null_blk_config&
 // Every copy form in turn, by the request's number i: a device reads its
 // settings once per request, so they may change between any two.
 inline void set_copy_form(iov::blkdev& dev, int i) {
-  dev.set_copy_mode(i & 1 ? iov::copy_mode::legacy : iov::copy_mode::modern);
-  dev.set_iteration(i & 2 ? iov::iteration_mode::outofline : iov::iteration_mode::inlined);
+  static constexpr iov::copy_mode kModes[] = {iov::copy_mode::modern, iov::copy_mode::legacy, iov::copy_mode::nocache};
+  dev.set_copy_mode(kModes[i % 3]);
+  dev.set_iteration(i / 3 % 2 ? iov::iteration_mode::outofline : iov::iteration_mode::inlined);
 }
 
 // A request's buffer of len bytes behind an iterator of the given kind, cut

@@ -73,8 +73,10 @@ bool common_setting(std::string_view name, std::string_view value, copy_mode* mo
       *mode = copy_mode::modern;
     else if (value == "legacy")
       *mode = copy_mode::legacy;
+    else if (value == "nocache")
+      *mode = copy_mode::nocache;
     else
-      *status = bad_value(name, value, "modern or legacy");
+      *status = bad_value(name, value, "modern, legacy or nocache");
     return true;
   }
   if (name == "iteration") {

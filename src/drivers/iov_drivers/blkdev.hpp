@@ -114,12 +114,18 @@ struct queue_limits {
 };
 
 // How a driver moves bytes between its pages and the iterator: both the
-// conversions the kernel made can be measured side by side.
+// conversions the kernel made can be measured side by side, and the stores a
+// memory-backed device wants.
 //   copy_mode::modern   memcpy_to_page / memcpy_from_page / memset_page per piece
 //   copy_mode::legacy   kmap_local_page, memcpy / memset, kunmap_local
+//   copy_mode::nocache  as modern, but writes fill the driver's pages with
+//                       copy_from_iter_nocache (streaming stores), as the
+//                       kernel's pmem driver writes with _flushcache: a page
+//                       written is not read again soon, and a cached copy
+//                       would first read every line of it from memory
 //   iteration_mode::inlined     iterate_and_advance2 with inlined steps
 //   iteration_mode::outofline   generic_iterate with function-pointer steps
-enum class copy_mode : uint8_t { modern, legacy };
+enum class copy_mode : uint8_t { modern, legacy, nocache };
 enum class iteration_mode : uint8_t { inlined, outofline };
 
 // An extent of the map service: NBD's base:allocation flags (and SEEK_DATA's
@@ -277,7 +283,7 @@ inline int blk_fail(blk_request& rq, int err, const char* why) {
 //   null_blk:  size, blocksize, memory_backed=0|1, cache_size (MiB), fua=0|1,
 //              discard=0|1, zoned=0|1, zone_size (MiB), zone_capacity (MiB),
 //              zone_nr_conv, zone_max_open, zone_max_active, max_pages
-//   both:      copy_mode=modern|legacy, iteration=inline|outofline
+//   both:      copy_mode=modern|legacy|nocache, iteration=inline|outofline
 // Sizes are parse_size's (parse_size.hpp: 4096, 64k, 1g, 4KiB; powers of
 // 1024); a MiB setting given with a suffix is read as bytes. Defaults are the
 // drivers' (brd_config, null_blk_config) except, as the programs want,

@@ -18,7 +18,7 @@ constexpr char kUsage[] =
     "               [--rwmixread=50] [--verify=crc32c] [--iter=ubuf|iovec|bvec|fixed]\n"
     "               [--output-format=normal|json] [--prefill] [--randseed=N]\n"
     "  driver settings: --blocksize=512 --memory_backed=0|1 --cache_size=MB --zoned --zone_size=MB\n"
-    "                   --zone_nr_conv=N --detect_zeroes=off|on|unmap --copy_mode=modern|legacy\n"
+    "                   --zone_nr_conv=N --detect_zeroes=off|on|unmap --copy_mode=modern|legacy|nocache\n"
     "                   --iteration=inline|outofline --max_pages=N\n"
     "  limits: --numjobs 1 to 1024, --iodepth 1 to 65536 (their buffers within this machine's memory;\n"
     "          with --iter=fixed, numjobs x iodepth at most 16384), --size and --io_size below 2^63,\n"

@@ -1,5 +1,5 @@
 // transfer.hpp: moving bytes between a driver's page and a request's iterator,
-// in the four forms the drivers can be set to (blkdev.hpp's copy_mode and
+// in the six forms the drivers can be set to (blkdev.hpp's copy_mode and
 // iteration_mode), so that the kernel's conversions can be measured:
 //
 //   blk_dispatch(dev.get_copy_mode(), dev.get_iteration(), [&](auto copier) {
@@ -10,7 +10,8 @@
 // modern: each step calls memcpy_from_page / memcpy_to_page / memset_page on
 // the piece, as the kernel's drivers do since the kmap_local conversion.
 // legacy: the driver's page is mapped once with kmap_local_page and the steps
-// are plain memcpy/memset, as before it. inlined: iterate_and_advance2 with the
+// are plain memcpy/memset, as before it. nocache: modern, but a write goes
+// into the page through copy_from_iter_nocache (streaming stores). inlined: iterate_and_advance2 with the
 // step inlined in the walk; outofline: generic_iterate calling the same step
 // through a function pointer. Each function returns the bytes processed; a
 // short count means the iterator ended (an XARRAY hole).
@@ -19,6 +20,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "iov/copy_nocache.hpp"
 #include "iov/highmem.hpp"
 #include "iov/internal/outofline.hpp"
 #include "iov/iterate.hpp"
@@ -95,12 +97,20 @@ struct blk_copier {
 
   // len bytes of the iterator into pg from offset (a write).
   static size_t iter_to_page(page* pg, size_t offset, size_t len, iov_iter* it) {
-    return page_walk<blk_modern_to_page_step, blk_legacy_to_page_step>(pg, offset, len, it);
+    if constexpr (M == copy_mode::nocache) {
+      void* to = static_cast<char*>(page_address(pg)) + offset;
+      if constexpr (I == iteration_mode::inlined)
+        return copy_from_iter_nocache(to, len, it);
+      else
+        return iov::internal::outofline::copy_from_iter_nocache(to, len, it);
+    } else {
+      return page_walk<blk_modern_to_page_step, blk_legacy_to_page_step>(pg, offset, len, it);
+    }
   }
 
   // len bytes of c into the iterator (a read of what the device does not store).
   static size_t fill_iter(int c, size_t len, iov_iter* it) {
-    if constexpr (M == copy_mode::modern)
+    if constexpr (M != copy_mode::legacy)
       return blk_walk<I, blk_modern_fill_step>(it, len, &c);
     else
       return blk_walk<I, blk_legacy_fill_step>(it, len, &c);
@@ -108,7 +118,7 @@ struct blk_copier {
 
   // len bytes of c into pg from offset.
   static void fill_page(page* pg, size_t offset, int c, size_t len) {
-    if constexpr (M == copy_mode::modern) {
+    if constexpr (M != copy_mode::legacy) {
       memset_page(pg, offset, c, len);
     } else {
       char* kaddr = static_cast<char*>(kmap_local_page(pg));
@@ -131,7 +141,7 @@ struct blk_copier {
   // kmap_local_page gave.
   template <iov_step_f ModernStep, iov_step_f LegacyStep>
   IOV_ALWAYS_INLINE static size_t page_walk(page* pg, size_t offset, size_t len, iov_iter* it) {
-    if constexpr (M == copy_mode::modern) {
+    if constexpr (M != copy_mode::legacy) {
       page_piece p{pg, offset};
       return blk_walk<I, ModernStep>(it, len, &p);
     } else {
@@ -144,15 +154,17 @@ struct blk_copier {
 };
 
 // Calls f(blk_copier<M, I>{}) for the settings: one switch per request, and a
-// loop compiled for each of the four forms.
+// loop compiled for each of the six forms.
+template <copy_mode M, class F>
+IOV_ALWAYS_INLINE decltype(auto) blk_dispatch_iteration(iteration_mode i, F&& f) {
+  if (i == iteration_mode::inlined) return f(blk_copier<M, iteration_mode::inlined>{});
+  return f(blk_copier<M, iteration_mode::outofline>{});
+}
 template <class F>
 IOV_ALWAYS_INLINE decltype(auto) blk_dispatch(copy_mode m, iteration_mode i, F&& f) {
-  if (m == copy_mode::modern) {
-    if (i == iteration_mode::inlined) return f(blk_copier<copy_mode::modern, iteration_mode::inlined>{});
-    return f(blk_copier<copy_mode::modern, iteration_mode::outofline>{});
-  }
-  if (i == iteration_mode::inlined) return f(blk_copier<copy_mode::legacy, iteration_mode::inlined>{});
-  return f(blk_copier<copy_mode::legacy, iteration_mode::outofline>{});
+  if (m == copy_mode::nocache) return blk_dispatch_iteration<copy_mode::nocache>(i, f);
+  if (m == copy_mode::modern) return blk_dispatch_iteration<copy_mode::modern>(i, f);
+  return blk_dispatch_iteration<copy_mode::legacy>(i, f);
 }
 
 }  // namespace iov::drivers::internal
