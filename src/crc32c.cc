@@ -169,6 +169,15 @@ void crc32c_update_vclmul(crc32c_state* st, const void* data, size_t len) { crc3
 void crc32c_copy_update_vclmul(crc32c_state* st, void* dst, const void* src, size_t len) {
   crc32c_copy_update_other(st, dst, src, len);
 }
+size_t crc32c_walk_avx512(iov_iter* i, size_t bytes, crc32c_state* st) {
+  return inline_walk::run<crc32c_steps>(i, bytes, st, nullptr);
+}
+size_t crc32c_copy_to_iter_walk_avx512(const void* from, size_t bytes, crc32c_state* st, iov_iter* i) {
+  return inline_walk::run<crc32c_copy_to_iter_steps>(i, bytes, const_cast<void*>(from), st);
+}
+size_t crc32c_copy_from_iter_walk_avx512(void* to, size_t bytes, crc32c_state* st, iov_iter* i) {
+  return inline_walk::run<crc32c_copy_from_iter_steps>(i, bytes, to, st);
+}
 #endif
 
 }  // namespace internal

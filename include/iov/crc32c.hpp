@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "iov/config.hpp"
 #include "iov/internal/crc32c_simd.hpp"
@@ -97,8 +98,9 @@ inline uint32_t crc32c_combine(uint32_t crc1, uint32_t crc2, size_t len2) {
 // in one flat call over all the bytes (the first block moves the window over
 // the previous tail too, at no extra cost); the last bytes under a block go
 // into the tail with the crc32 instruction. There is no per-piece setup or
-// reduction: a walk of 512-byte sectors runs within about 10% of one flat
-// call, of 4 KiB pages within 2%. Bytes short of a block go through the crc32
+// reduction: fed 512-byte sectors by hand, it runs within about 10% of one
+// flat call, 4 KiB pages within 2%; the iterator forms at the AVX-512 level
+// keep the window in registers across a walk (within 4% for sectors). Bytes short of a block go through the crc32
 // instruction, a few times slower than folding, and each piece costs a call:
 // 100-byte pieces take about 4x a flat call's time, 1 KiB ones 1.25x (ISA-L
 // called per piece: 18x and 3.8x). The one reduction to 32 bits (a few dozen cycles) is in crc32c_final(), which
@@ -209,14 +211,22 @@ using crc32c_steps = steps<crc32c_step, crc32c_step>;
 using crc32c_copy_to_iter_steps = steps<crc32c_copy_to_user_iter_step, crc32c_copy_to_iter_step>;
 using crc32c_copy_from_iter_steps = steps<crc32c_copy_from_user_iter_step, crc32c_copy_from_iter_step>;
 
-// Each walk feeds one state on its stack, reduced once at the end.
+// Each walk feeds one state on its stack, reduced once at the end. The
+// inline walk of a state at the avx512 level is one call that keeps the
+// window in registers between pieces (crc32c_walk_avx512() and its fused
+// forms, src/crc32c_fold_x86.cc): the same walk and steps, compiled for it.
+template <class Walk>
+inline constexpr bool crc32c_walk_in_registers = std::is_same_v<Walk, inline_walk>;
+
 template <class Walk>
 inline size_t crc32c_iter(iov_iter* i, size_t bytes, uint32_t* crc) {
   if (IOV_UNLIKELY(iov_iter_is_discard(i)))
     return 0;
   crc32c_state st;
   crc32c_init(&st, *crc);
-  size_t n = Walk::template run<crc32c_steps>(i, bytes, &st, nullptr);
+  size_t n = crc32c_walk_in_registers<Walk> && st.level == kCrc32cAvx512
+                 ? crc32c_walk_avx512(i, bytes, &st)
+                 : Walk::template run<crc32c_steps>(i, bytes, &st, nullptr);
   *crc = crc32c_final(&st);
   return n;
 }
@@ -227,7 +237,9 @@ inline size_t crc32c_and_copy_to_iter(const void* addr, size_t bytes, uint32_t* 
     return 0;
   crc32c_state st;
   crc32c_init(&st, *crc);
-  size_t n = Walk::template run<crc32c_copy_to_iter_steps>(i, bytes, const_cast<void*>(addr), &st);
+  size_t n = crc32c_walk_in_registers<Walk> && st.level == kCrc32cAvx512
+                 ? crc32c_copy_to_iter_walk_avx512(addr, bytes, &st, i)
+                 : Walk::template run<crc32c_copy_to_iter_steps>(i, bytes, const_cast<void*>(addr), &st);
   if (IOV_UNLIKELY(iov_iter_is_discard(i)))
     crc32c_update(&st, addr, n);
   *crc = crc32c_final(&st);
@@ -240,7 +252,9 @@ inline size_t crc32c_and_copy_from_iter(void* addr, size_t bytes, uint32_t* crc,
     return 0;
   crc32c_state st;
   crc32c_init(&st, *crc);
-  size_t n = Walk::template run<crc32c_copy_from_iter_steps>(i, bytes, addr, &st);
+  size_t n = crc32c_walk_in_registers<Walk> && st.level == kCrc32cAvx512
+                 ? crc32c_copy_from_iter_walk_avx512(addr, bytes, &st, i)
+                 : Walk::template run<crc32c_copy_from_iter_steps>(i, bytes, addr, &st);
   *crc = crc32c_final(&st);
   return n;
 }
