@@ -66,7 +66,8 @@ TEST(Crc32cWindow, CrcIterMatchesModel) {
         lay->fill(rng());
         const size_t total = lay->total(), skip = rng() % 3 ? 0 : rng() % (total + 1);
         const size_t bytes = rng() % 4 ? total - skip : rng() % (total - skip + 1);
-        SCOPED_TRACE(testing::Message() << kind_name(k) << " total " << total << " skip " << skip << " bytes " << bytes);
+        SCOPED_TRACE(testing::Message() << kind_name(k) << " total " << total << " skip " << skip << " bytes "
+                                        << bytes);
         iov::iov_iter a = lay->iter(iov::ITER_SOURCE), b;
         iov::iov_iter_advance(&a, skip);
         b = a;

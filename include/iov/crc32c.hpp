@@ -100,10 +100,11 @@ inline uint32_t crc32c_combine(uint32_t crc1, uint32_t crc2, size_t len2) {
 // into the tail with the crc32 instruction. There is no per-piece setup or
 // reduction: fed 512-byte sectors by hand, it runs within about 10% of one
 // flat call, 4 KiB pages within 2%; the iterator forms at the AVX-512 level
-// keep the window in registers across a walk (within 4% for sectors). Bytes short of a block go through the crc32
-// instruction, a few times slower than folding, and each piece costs a call:
-// 100-byte pieces take about 4x a flat call's time, 1 KiB ones 1.25x (ISA-L
-// called per piece: 18x and 3.8x). The one reduction to 32 bits (a few dozen cycles) is in crc32c_final(), which
+// keep the window in registers across a walk (within 4% for sectors). Bytes
+// short of a block go through the crc32 instruction, a few times slower than
+// folding, and each piece costs a call: 100-byte pieces take about 4x a flat
+// call's time, 1 KiB ones 1.25x (ISA-L called per piece: 18x and 3.8x). The
+// one reduction to 32 bits (a few dozen cycles) is in crc32c_final(), which
 // leaves the state as it was; a tail grown past 256 bytes is reduced once,
 // when the next whole block arrives. crc32c_update_zeroes() costs O(log n)
 // and reads nothing. crc32c_init() does not clear the window. Where the CPU
