@@ -6,7 +6,7 @@
 
 #include "iov/internal/memcpy_nt.hpp"
 #include "iov/page.hpp"
-#include "iov/position.hpp"
+#include "iov/iterate.hpp"
 
 namespace iov::nbd {
 
@@ -39,24 +39,34 @@ bool page_payload::prepare(uint64_t offset, uint64_t length) {
   return true;
 }
 
-void page_payload::fill(const void* src, size_t len) {
-  len = std::min(len, iov_iter_count(&rest_));
-  const size_t total = len;
-  const auto* from = static_cast<const char*>(src);
+namespace {
+
+// fill()'s step over the pieces of rest(), priv a fill_source: the partial
+// pages at the ends get memcpy, every other page goes into the batch.
+struct fill_source {
+  const char* from;
+  const page* head;  // the partial page at the start, or nullptr
+  const page* tail;  // the partial page at the end, or nullptr
   internal::memcpy_nt_batch batch;
-  size_t skip = rest_.iov_offset;
-  for (const bio_vec* bv = rest_.bvec; len; bv++, skip = 0) {
-    const size_t n = std::min<size_t>(bv->bv_len - skip, len);
-    char* to = static_cast<char*>(bvec_virt(bv)) + skip;
-    if (bv->bv_len == PAGE_SIZE)
-      batch.add(to, from, n);
-    else
-      std::memcpy(to, from, n);
-    from += n;
-    len -= n;
-  }
-  batch.finish();
-  iov_iter_advance(&rest_, total);
+};
+
+size_t fill_step(void* to, size_t progress, size_t len, void* priv, void*) {
+  auto* s = static_cast<fill_source*>(priv);
+  const page* pg = virt_to_page(to);
+  if (pg == s->head || pg == s->tail)
+    std::memcpy(to, s->from + progress, len);
+  else
+    s->batch.add(to, s->from + progress, len);
+  return 0;
+}
+
+}  // namespace
+
+void page_payload::fill(const void* src, size_t len) {
+  fill_source s{static_cast<const char*>(src), head_ ? pieces_.front().bv_page : nullptr,
+                tail_ ? pieces_.back().bv_page : nullptr, {}};
+  iterate_bvec(&rest_, len, &s, nullptr, fill_step);
+  s.batch.finish();
 }
 
 int page_payload::write_piece(blkdev& dev, unsigned rq_flags, uint64_t offset, const bio_vec& bv,
