@@ -56,13 +56,13 @@ inline constexpr uint8_t kCrc32cAvx2Wide = 0x80 | static_cast<uint8_t>(simd_leve
 void crc32c_update_vclmul(crc32c_state* st, const void* src, size_t len);
 void crc32c_copy_update_vclmul(crc32c_state* st, void* dst, const void* src, size_t len);
 void crc32c_update_other(crc32c_state* st, const void* src, size_t len);
+void crc32c_copy_update_other(crc32c_state* st, void* dst, const void* src, size_t len);
 // The inline walks of a state at the avx512 level: crc32c_iter(),
 // crc32c_and_copy_to_iter() and crc32c_and_copy_from_iter() over the state,
 // the window kept in registers from piece to piece.
 size_t crc32c_walk_avx512(iov_iter* i, size_t bytes, crc32c_state* st);
 size_t crc32c_copy_to_iter_walk_avx512(const void* from, size_t bytes, crc32c_state* st, iov_iter* i);
 size_t crc32c_copy_from_iter_walk_avx512(void* to, size_t bytes, crc32c_state* st, iov_iter* i);
-void crc32c_copy_update_other(crc32c_state* st, void* dst, const void* src, size_t len);
 
 // Between the kernels (src/crc32c*.cc): a folded state whose tail has grown
 // past the fold table's reach (256 bytes) is turned back into a running CRC

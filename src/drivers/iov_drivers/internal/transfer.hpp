@@ -11,10 +11,11 @@
 // the piece, as the kernel's drivers do since the kmap_local conversion.
 // legacy: the driver's page is mapped once with kmap_local_page and the steps
 // are plain memcpy/memset, as before it. nocache: modern, but a write goes
-// into the page through copy_from_iter_nocache (streaming stores). inlined: iterate_and_advance2 with the
-// step inlined in the walk; outofline: generic_iterate calling the same step
-// through a function pointer. Each function returns the bytes processed; a
-// short count means the iterator ended (an XARRAY hole).
+// into the page through copy_from_iter_nocache (streaming stores).
+// inlined: iterate_and_advance2 with the step inlined in the walk;
+// outofline: generic_iterate calling the same step through a function
+// pointer. Each function returns the bytes processed; a short count means the
+// iterator ended (an XARRAY hole).
 #pragma once
 
 #include <cstddef>
