@@ -5,9 +5,12 @@
 //   brd_randread           65536 random 4 KiB reads from a written 256 MiB brd
 //                          against random 4 KiB memcpy out of a 256 MiB region
 //                          on transparent huge pages (same offsets)
+//   brd_randread_batch16   the same reads handed over 16 at a time
+//                          (blkdev::submit_batch: brd fetches their slots first)
 //   brd_randwrite          the same writes into written pages, against memcpy
 //                          into that region; brd_randwrite_nocache: the same
 //                          with copy_mode=nocache (streaming stores);
+//                          brd_randwrite_batch16: 16 at a time, as above;
 //                          brd_first_write: every page written once into an
 //                          empty device (allocation included)
 //   null_blk_randread/randwrite  the same on a memory-backed null_blk, against
@@ -21,6 +24,7 @@
 #include <malloc.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -135,6 +139,30 @@ void bm_dev_rand(benchmark::State& state, const char* driver, req_op op, copy_mo
     for (size_t off : f.offsets)
       if (submit_page(dev, op, off, f.buf) == 0)
         done += PAGE_SIZE;
+  expect_bytes(state, done, kRandOps * PAGE_SIZE);
+}
+
+// The same requests handed over 16 at a time (blkdev::submit_batch), as a
+// caller with a queue of them would: brd fetches their xarray slots first.
+void bm_dev_rand_batch(benchmark::State& state, const char* driver, req_op op) {
+  constexpr size_t kBatch = 16;
+  rand_fixture& f = fixture();
+  blkdev* dev = written_device(driver);
+  dev->set_copy_mode(copy_mode::modern);
+  iov_iter its[kBatch];
+  blk_request rqs[kBatch];
+  int results[kBatch];
+  size_t done = 0;
+  for (auto _ : state)
+    for (size_t i = 0; i < f.offsets.size(); i += kBatch) {
+      const size_t n = std::min(kBatch, f.offsets.size() - i);
+      for (size_t k = 0; k < n; k++) {
+        iov_iter_ubuf(&its[k], op == REQ_OP_READ ? ITER_DEST : ITER_SOURCE, f.buf, PAGE_SIZE);
+        rqs[k] = {.op = op, .sector = f.offsets[i + k] >> SECTOR_SHIFT, .iter = &its[k]};
+      }
+      if (dev->submit_batch({rqs, n}, results) == 0)
+        done += n * PAGE_SIZE;
+    }
   expect_bytes(state, done, kRandOps * PAGE_SIZE);
 }
 
@@ -264,12 +292,18 @@ const bool registered = [] {
   set_baseline("brd_randread", "baseline_brd_randread");
   register_sampled("iov_kunit_benchmark_brd_randread", [](benchmark::State& s) { bm_dev_rand(s, "brd", REQ_OP_READ); });
   register_sampled("baseline_brd_randread", [](benchmark::State& s) { bm_memcpy_rand(s, false); });
+  set_baseline("brd_randread_batch16", "baseline_brd_randread");
+  register_sampled("iov_kunit_benchmark_brd_randread_batch16",
+                   [](benchmark::State& s) { bm_dev_rand_batch(s, "brd", REQ_OP_READ); });
   set_baseline("brd_randwrite", "baseline_brd_randwrite");
   register_sampled("iov_kunit_benchmark_brd_randwrite", [](benchmark::State& s) { bm_dev_rand(s, "brd", REQ_OP_WRITE); });
   register_sampled("baseline_brd_randwrite", [](benchmark::State& s) { bm_memcpy_rand(s, true); });
   set_baseline("brd_randwrite_nocache", "baseline_brd_randwrite");
   register_sampled("iov_kunit_benchmark_brd_randwrite_nocache",
                    [](benchmark::State& s) { bm_dev_rand(s, "brd", REQ_OP_WRITE, copy_mode::nocache); });
+  set_baseline("brd_randwrite_batch16", "baseline_brd_randwrite");
+  register_sampled("iov_kunit_benchmark_brd_randwrite_batch16",
+                   [](benchmark::State& s) { bm_dev_rand_batch(s, "brd", REQ_OP_WRITE); });
   set_baseline("brd_first_write", "baseline_brd_randwrite");
   register_sampled("iov_kunit_benchmark_brd_first_write", bm_brd_first_write);
   set_baseline("null_blk_randread", "baseline_brd_randread");

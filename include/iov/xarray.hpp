@@ -118,9 +118,9 @@ struct xarray {
 };
 
 namespace internal {
-// The lookup itself; the caller is in a read-side section. *leaf is set to
-// the leaf that holds index when there is one.
-IOV_ALWAYS_INLINE void* xa_walk(const xarray* xa, unsigned long index, const xa_node** leaf) {
+// The leaf that holds index, or nullptr when there is none; the caller is in
+// a read-side section.
+IOV_ALWAYS_INLINE const xa_node* xa_leaf(const xarray* xa, unsigned long index) {
   const xa_node* node = xa->xa_head.load(std::memory_order_acquire);
   if (!node) return nullptr;
   unsigned shift = node->shift;
@@ -131,8 +131,26 @@ IOV_ALWAYS_INLINE void* xa_walk(const xarray* xa, unsigned long index, const xa_
         node->slots[(index >> shift) & XA_CHUNK_MASK].load(std::memory_order_acquire));
     if (!node) return nullptr;
   }
+  return node;
+}
+
+// The lookup itself; the caller is in a read-side section. *leaf is set to
+// the leaf that holds index when there is one.
+IOV_ALWAYS_INLINE void* xa_walk(const xarray* xa, unsigned long index, const xa_node** leaf) {
+  const xa_node* node = xa_leaf(xa, index);
+  if (!node) return nullptr;
   *leaf = node;
   return node->slots[index & XA_CHUNK_MASK].load(std::memory_order_acquire);
+}
+
+// Starts fetching the cache line of index's slot and returns without waiting
+// for it (the upper levels are loaded: they are few and stay cached). A
+// caller with many lookups ahead issues this for each first, so that their
+// misses on the leaves overlap instead of coming one after another. Not in
+// the kernel. The caller is in a read-side section.
+IOV_ALWAYS_INLINE void xa_prefetch_slot(const xarray* xa, unsigned long index) {
+  if (const xa_node* node = xa_leaf(xa, index))
+    __builtin_prefetch(&node->slots[index & XA_CHUNK_MASK]);
 }
 
 IOV_ALWAYS_INLINE void* xa_load_rcu(const xarray* xa, unsigned long index) {

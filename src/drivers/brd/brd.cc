@@ -302,6 +302,45 @@ int brd_device::submit(blk_request& rq) {
   }
 }
 
+// Two passes over the window, neither waiting for what it asks for: the slot
+// lines of each READ's and WRITE's pages (eight slots a line, at most eight
+// lines a request: a longer request's later lookups overlap its own copies
+// anyway), then the first kilobyte of each one's first stored page, for
+// writing where the request writes (the hardware prefetcher follows on from
+// there). By the second pass the first slot has arrived and the rest are on
+// their way, so the window's misses overlap; then every copy starts from
+// lines already in flight. No head for nocache writes, whose streaming stores
+// would only evict it. A request beyond the end finds no leaf.
+void brd_device::prefetch_requests(std::span<const blk_request> rqs) {
+  constexpr unsigned long kSlotsPerLine = 64 / sizeof(void*);
+  constexpr size_t kHeadBytes = 1024;
+  xarray* pages = &brd_->brd_pages;
+  auto wanted = [](const blk_request& rq) { return (rq.op == REQ_OP_READ || rq.op == REQ_OP_WRITE) && rq.iter; };
+  rcu_read_guard rcu;
+  for (const blk_request& rq : rqs) {
+    if (!wanted(rq)) continue;
+    const uint64_t first = rq.sector >> PAGE_SECTORS_SHIFT;
+    const uint64_t end = first + ((((rq.sector & (PAGE_SECTORS - 1)) << SECTOR_SHIFT) + iov_iter_count(rq.iter) +
+                                   PAGE_SIZE - 1) >> PAGE_SHIFT);
+    unsigned lines = 0;
+    for (uint64_t idx = first; idx < end && lines < 8; idx = (idx | (kSlotsPerLine - 1)) + 1, lines++)
+      internal::xa_prefetch_slot(pages, static_cast<unsigned long>(idx));
+  }
+  const bool nocache = get_copy_mode() == copy_mode::nocache;
+  for (const blk_request& rq : rqs) {
+    if (!wanted(rq) || (nocache && rq.op == REQ_OP_WRITE)) continue;
+    auto* pg = static_cast<page*>(internal::xa_load_rcu(pages, static_cast<unsigned long>(rq.sector >> PAGE_SECTORS_SHIFT)));
+    if (!pg) continue;
+    const char* head = static_cast<const char*>(page_address(pg));
+    for (size_t off = 0; off < kHeadBytes; off += 64) {
+      if (rq.op == REQ_OP_WRITE)
+        __builtin_prefetch(head + off, 1);
+      else
+        __builtin_prefetch(head + off, 0);
+    }
+  }
+}
+
 // --- Services ------------------------------------------------------------
 
 int brd_device::do_crc32c(sector_t sector, sector_t nr_sectors, uint32_t* crc, const char**) {

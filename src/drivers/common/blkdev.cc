@@ -66,6 +66,23 @@ int blkdev::map_extents(sector_t sector, sector_t nr_sectors, std::vector<blk_ex
   return do_map_extents(sector, nr_sectors, out, w, how);
 }
 
+int blkdev::submit_batch(std::span<blk_request> rqs, std::span<int> results) {
+  if (results.size() < rqs.size()) return -EINVAL;
+  // Far enough ahead for the lookups' misses to overlap, near enough that
+  // what they fetch is still cached when its request runs.
+  constexpr size_t kWindow = 16;
+  int first_err = 0;
+  for (size_t i = 0; i < rqs.size(); i += kWindow) {
+    const size_t n = std::min(kWindow, rqs.size() - i);
+    prefetch_requests(rqs.subspan(i, n));
+    for (size_t k = i; k < i + n; k++) {
+      results[k] = submit(rqs[k]);
+      if (results[k] && !first_err) first_err = results[k];
+    }
+  }
+  return first_err;
+}
+
 int blkdev::report_zones(sector_t, unsigned, std::vector<blk_zone>*) { return -EOPNOTSUPP; }
 
 namespace drivers::internal {

@@ -49,6 +49,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -206,6 +207,15 @@ class blkdev {
 
   // Executes one request, synchronously; thread-safe.
   virtual int submit(blk_request& rq) = 0;
+  // Executes the requests in order, each as submit() would, and puts each
+  // one's return value in results[i]; returns 0 when all succeeded, else the
+  // first failure's. The outcome is that of the same submit() calls one
+  // after the other (a failed request stops nothing after it); what a batch
+  // buys is that the device sees the requests ahead, as the kernel's blk-mq
+  // hands a plugged list to ->queue_rqs(): brd fetches the xarray slots of up
+  // to 16 requests before copying for the first, so that their cache misses
+  // overlap. -EINVAL, with nothing submitted, when results is shorter than rqs.
+  int submit_batch(std::span<blk_request> rqs, std::span<int> results);
 
   virtual const char* name() const = 0;             // "brd", "null_blk"
   sector_t get_capacity() const { return capacity_; }  // in 512-byte sectors
@@ -264,6 +274,10 @@ class blkdev {
   }
   // After the range has been checked; takes the pages in every case.
   virtual int do_replace_pages(pgoff_t, page** pages, unsigned nr, const char** why);
+  // A hint before a window of submit_batch()'s requests is submitted: start
+  // fetching what they will need, without waiting and changing nothing. The
+  // requests are not checked yet: any field may be out of range.
+  virtual void prefetch_requests(std::span<const blk_request>) {}
 
  private:
   sector_t capacity_;

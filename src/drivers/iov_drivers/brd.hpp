@@ -68,6 +68,7 @@ class brd_device final : public blkdev {
                      const char** why, unsigned how) override;
   int do_lend_pages(sector_t sector, sector_t nr_sectors, std::vector<::iovec>* out, const char** why) override;
   int do_replace_pages(pgoff_t index, page** pages, unsigned nr, const char** why) override;
+  void prefetch_requests(std::span<const blk_request> rqs) override;
 
  private:
   explicit brd_device(const brd_config& config);

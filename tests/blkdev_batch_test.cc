@@ -1,0 +1,189 @@
+// Tests of blkdev::submit_batch (src/drivers/common/blkdev.cc, brd's
+// prefetch_requests in src/drivers/brd/brd.cc): a batch has the outcome of
+// the same submit() calls one after the other. The reference is a twin
+// device driven one request at a time (itself checked against a flat model
+// in brd_test and null_blk_test), fed the same random batches of every
+// operation, valid or not, across several prefetch windows: the same return
+// value and message for each request, the same bytes in each READ's buffer,
+// the same disk at the end.
+//
+//   ctest -R blkdev_batch_test
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "iov/iov.hpp"
+#include "iov_drivers/brd.hpp"
+#include "iov_drivers/null_blk.hpp"
+#include "support/blkdev_fixture.hpp"
+
+namespace {
+
+using bytes = std::vector<unsigned char>;
+using iov_test::blk_read_all;
+
+// One request of a batch and the buffer behind its iterator.
+struct planned {
+  iov::blk_request rq;
+  bytes buf;
+  iov::iov_iter it;
+};
+
+// n random requests on a device of `sectors` sectors whose logical block is
+// `block` bytes: mostly READs and WRITEs, some beyond the end or misaligned,
+// with DISCARD, WRITE_ZEROES, FLUSH and an operation no device offers.
+std::vector<planned> random_batch(size_t n, uint64_t sectors, unsigned block, std::mt19937_64& rng) {
+  std::vector<planned> out(n);
+  const uint64_t per_block = block / iov::SECTOR_SIZE;
+  for (planned& p : out) {
+    const unsigned pick = static_cast<unsigned>(rng() % 20);
+    uint64_t sector = rng() % sectors / per_block * per_block;
+    if (pick == 0) sector = sectors - per_block + (rng() % 2 ? per_block : 0);  // the last block, or past the end
+    if (pick == 1 && per_block > 1) sector += 1;                             // misaligned
+    const size_t len = (1 + rng() % (3 * iov::PAGE_SIZE / block)) * block;
+    if (pick < 10) {
+      p.rq = {.op = iov::REQ_OP_WRITE, .sector = sector};
+      p.buf.resize(len);
+      for (auto& c : p.buf) c = static_cast<unsigned char>(rng() % 4 ? rng() : 0);
+    } else if (pick < 16) {
+      p.rq = {.op = iov::REQ_OP_READ, .sector = sector};
+      p.buf.assign(len, 0xee);
+    } else if (pick < 18) {
+      p.rq = {.op = pick == 16 ? iov::REQ_OP_DISCARD : iov::REQ_OP_WRITE_ZEROES, .sector = sector,
+              .nr_sectors = (1 + rng() % 16) * per_block};
+      if (rng() % 2) p.rq.flags = iov::REQ_NOUNMAP;
+    } else if (pick == 18) {
+      p.rq = {.op = iov::REQ_OP_FLUSH};
+    } else {
+      p.rq = {.op = iov::REQ_OP_ZONE_OPEN, .sector = sector};
+    }
+  }
+  return out;
+}
+
+// The batch's iterators, made afresh over each request's buffer.
+void arm(std::vector<planned>& batch) {
+  for (planned& p : batch) {
+    p.rq.error = nullptr;
+    if (p.rq.op == iov::REQ_OP_READ || p.rq.op == iov::REQ_OP_WRITE) {
+      iov::iov_iter_ubuf(&p.it, p.rq.op == iov::REQ_OP_READ ? iov::ITER_DEST : iov::ITER_SOURCE, p.buf.data(),
+                         p.buf.size());
+      p.rq.iter = &p.it;
+    }
+  }
+}
+
+// Runs random batches of up to 40 requests (more than two windows of 16)
+// on `batched` and one by one on `single`, the two made alike.
+void expect_batches_match(iov::blkdev& batched, iov::blkdev& single, unsigned block, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const uint64_t sectors = batched.get_capacity();
+  int failures = 0;
+  for (int round = 0; round < 60; round++) {
+    iov_test::set_copy_form(batched, round);
+    iov_test::set_copy_form(single, round);
+    std::vector<planned> a = random_batch(rng() % 41, sectors, block, rng);
+    std::vector<planned> b = a;
+    arm(a);
+    arm(b);
+    std::vector<iov::blk_request> rqs;
+    for (planned& p : a) rqs.push_back(p.rq);
+    std::vector<int> results(rqs.size(), 12345);
+    const int ret = batched.submit_batch(rqs, results);
+    int first = 0;
+    for (size_t i = 0; i < b.size(); i++) {
+      const int want = single.submit(b[i].rq);
+      SCOPED_TRACE(testing::Message() << "round " << round << " request " << i << " ("
+                                      << iov::req_op_name(b[i].rq.op) << " at " << b[i].rq.sector << ")");
+      ASSERT_EQ(results[i], want);
+      if (want) {
+        failures++;
+        ASSERT_NE(rqs[i].error, nullptr);
+        EXPECT_STREQ(rqs[i].error, b[i].rq.error);
+        if (!first) first = want;
+      }
+      EXPECT_EQ(a[i].buf, b[i].buf);
+      if (b[i].rq.iter) {
+        EXPECT_EQ(iov::iov_iter_count(a[i].rq.iter), iov::iov_iter_count(b[i].rq.iter));
+      }
+    }
+    ASSERT_EQ(ret, first);
+  }
+  EXPECT_GT(failures, 10);  // the refused requests were exercised too
+  EXPECT_EQ(blk_read_all(batched), blk_read_all(single));
+}
+
+TEST(BlkdevBatch, BrdMatchesOneByOne) {
+  for (auto dz : {iov::detect_zeroes::off, iov::detect_zeroes::unmap}) {
+    const iov::brd_config c{.size = 2 << 20, .detect_zeroes = dz};
+    auto a = iov_test::make_brd(c), b = iov_test::make_brd(c);
+    expect_batches_match(*a, *b, iov::SECTOR_SIZE, 41 + static_cast<int>(dz));
+    EXPECT_EQ(a->nr_pages(), b->nr_pages());
+  }
+  iov::rcu_barrier();
+}
+
+TEST(BlkdevBatch, NullBlkMatchesOneByOne) {
+  for (unsigned bs : {512u, 4096u}) {
+    const iov::null_blk_config c{.size = 2 << 20, .blocksize = bs, .memory_backed = true, .discard = true};
+    auto a = iov_test::make_nullb(c), b = iov_test::make_nullb(c);
+    expect_batches_match(*a, *b, bs, 43 + bs);
+  }
+}
+
+// The reads of a batch see the writes before them in it, page by page; and
+// the prefetch pass finds pages where there are none yet.
+TEST(BlkdevBatch, BrdReadsSeeEarlierWritesOfTheBatch) {
+  auto dev = iov_test::make_brd({.size = 1 << 20});
+  bytes data(iov::PAGE_SIZE), got(iov::PAGE_SIZE, 0xee);
+  for (size_t i = 0; i < data.size(); i++) data[i] = static_cast<unsigned char>(i * 7 + 1);
+  iov::iov_iter w, r;
+  iov::iov_iter_ubuf(&w, iov::ITER_SOURCE, data.data(), data.size());
+  iov::iov_iter_ubuf(&r, iov::ITER_DEST, got.data(), got.size());
+  std::vector<iov::blk_request> rqs{{.op = iov::REQ_OP_WRITE, .sector = 64, .iter = &w},
+                                    {.op = iov::REQ_OP_READ, .sector = 64, .iter = &r}};
+  int results[2];
+  ASSERT_EQ(dev->submit_batch(rqs, results), 0);
+  EXPECT_EQ(results[0], 0);
+  EXPECT_EQ(results[1], 0);
+  EXPECT_EQ(got, data);
+}
+
+TEST(BlkdevBatch, AFailureStopsNothingAfterIt) {
+  auto dev = iov_test::make_brd({.size = 1 << 20});
+  bytes data(iov::PAGE_SIZE, 0x42);
+  iov::iov_iter past, ok;
+  iov::iov_iter_ubuf(&past, iov::ITER_SOURCE, data.data(), data.size());
+  iov::iov_iter_ubuf(&ok, iov::ITER_SOURCE, data.data(), data.size());
+  std::vector<iov::blk_request> rqs{{.op = iov::REQ_OP_WRITE, .sector = 2048, .iter = &past},
+                                    {.op = iov::REQ_OP_WRITE, .sector = 8, .iter = &ok}};
+  int results[2] = {1, 1};
+  EXPECT_EQ(dev->submit_batch(rqs, results), -EIO);
+  EXPECT_EQ(results[0], -EIO);
+  EXPECT_NE(rqs[0].error, nullptr);
+  EXPECT_EQ(results[1], 0);
+  bytes disk = blk_read_all(*dev);
+  EXPECT_TRUE(std::equal(data.begin(), data.end(), disk.begin() + 8 * iov::SECTOR_SIZE));
+}
+
+TEST(BlkdevBatch, ShortResultsSubmitNothing) {
+  auto dev = iov_test::make_brd({.size = 1 << 20});
+  bytes data(iov::PAGE_SIZE, 0x42);
+  iov::iov_iter it;
+  iov::iov_iter_ubuf(&it, iov::ITER_SOURCE, data.data(), data.size());
+  std::vector<iov::blk_request> rqs{{.op = iov::REQ_OP_WRITE, .sector = 0, .iter = &it},
+                                    {.op = iov::REQ_OP_FLUSH}};
+  int results[1] = {7};
+  EXPECT_EQ(dev->submit_batch(rqs, std::span<int>(results, 1)), -EINVAL);
+  EXPECT_EQ(results[0], 7);
+  EXPECT_EQ(iov::iov_iter_count(&it), data.size());
+  EXPECT_EQ(dev->nr_pages(), 0u);
+  EXPECT_EQ(dev->submit_batch({}, {}), 0);
+}
+
+}  // namespace
