@@ -130,6 +130,8 @@ TEST(FioOptions, RangesAndOverflowsAreClearErrors) {
            {{"--numjobs=1024", "--iodepth=65536", "--size=4g"}, "more than this machine's memory"},
            {{"--iodepth=20000", "--iter=fixed"}, "--iter=fixed registers --numjobs x --iodepth = 20000 buffers"},
            {{"--numjobs=2", "--iodepth=8193", "--iter=fixed"}, "16386 buffers; io_uring allows at most 16384"},
+           {{"--iodepth=4", "--iodepth_batch_submit=8"}, "--iodepth_batch_submit=8 is more than --iodepth=4"},
+           {{"--iodepth_batch=0"}, "--iodepth_batch=0: expected a positive integer"},
        }) {
     auto o = parse(args);
     ASSERT_FALSE(o.ok()) << args[0];
@@ -308,6 +310,41 @@ TEST(FioRun, VerifyPassesOnEveryConfiguration) {
       args.resize(args.size() - 5);
     }
   }
+}
+
+// --iodepth_batch_submit: the same bytes as one at a time, an io_size that
+// is not a whole number of batches included, with verify on the batched
+// writes; a refused request inside a batch is reported.
+TEST(FioRun, BatchesMoveTheBytesAskedForAndVerify) {
+  for (const char* driver : {"brd", "null_blk"}) {
+    for (rw_pattern rw : {rw_pattern::read, rw_pattern::randwrite, rw_pattern::randrw}) {
+      for (iter_kind iter : {iter_kind::ubuf, iter_kind::bvec, iter_kind::fixed}) {
+        auto o = parse({std::string("--driver=") + driver, "--size=1m", "--bs=4k", "--io_size=108k", "--iodepth=16",
+                        "--iodepth_batch_submit=5", "--numjobs=2", "--prefill"});
+        ASSERT_TRUE(o.ok()) << o.status();
+        EXPECT_EQ(o->iodepth_batch, 5u);
+        o->rw = rw;
+        o->iter = iter;
+        o->verify = rw != rw_pattern::read;
+        SCOPED_TRACE(std::string(driver) + " " + iov::fio::rw_name(rw) + " " + iov::fio::iter_name(iter));
+        auto r = run_case(*o);
+        EXPECT_EQ(r.error, 0) << r.error_text;
+        EXPECT_EQ(r.read.bytes + r.write.bytes, 2u * 108 * 1024);  // io_size per job: 27 requests, the last batch of 1
+        EXPECT_EQ(r.read.ios + r.write.ios, 2u * 27);
+        EXPECT_EQ(r.read.clat.count() + r.write.clat.count(), 2u * 27);
+        EXPECT_FALSE(r.verify_failed) << r.verify_text;
+        if (o->verify) {
+          EXPECT_GT(r.verified_blocks, 0u);
+        }
+      }
+    }
+  }
+  auto o = parse({"--driver=null_blk", "--zoned", "--zone_size=1", "--size=4m", "--rw=randwrite", "--iodepth=8",
+                  "--iodepth_batch=8"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  auto r = run_case(*o);
+  EXPECT_NE(r.error, 0);
+  EXPECT_NE(r.error_text.find("offset"), std::string::npos) << r.error_text;
 }
 
 TEST(FioRun, VerifyNamesTheOffsetOfACorruptedBlock) {

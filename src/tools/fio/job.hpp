@@ -34,6 +34,8 @@ struct job_options {
   uint64_t bs = 4096;
   unsigned numjobs = 1;
   unsigned iodepth = 1;
+  unsigned iodepth_batch = 1;  // --iodepth_batch_submit (or fio's alias --iodepth_batch): requests
+                               // handed to the driver at once (blkdev::submit_batch), at most iodepth
   double runtime = 0;       // seconds; 0: run io_size bytes
   uint64_t io_size = 0;     // bytes per job; 0: size
   unsigned rwmixread = 50;  // randrw: percent of reads

@@ -14,13 +14,15 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: iov-fio [--driver=brd|null_blk] [--size=64m] [--rw=read|write|randread|randwrite|randrw]\n"
-    "               [--bs=4k] [--numjobs=1] [--iodepth=1] [--runtime=SECONDS | --io_size=BYTES]\n"
+    "               [--bs=4k] [--numjobs=1] [--iodepth=1] [--iodepth_batch_submit=1]\n"
+    "               [--runtime=SECONDS | --io_size=BYTES]\n"
     "               [--rwmixread=50] [--verify=crc32c] [--iter=ubuf|iovec|bvec|fixed]\n"
     "               [--output-format=normal|json] [--prefill] [--randseed=N]\n"
     "  driver settings: --blocksize=512 --memory_backed=0|1 --cache_size=MB --zoned --zone_size=MB\n"
     "                   --zone_nr_conv=N --detect_zeroes=off|on|unmap --copy_mode=modern|legacy|nocache\n"
     "                   --iteration=inline|outofline --max_pages=N\n"
     "  limits: --numjobs 1 to 1024, --iodepth 1 to 65536 (their buffers within this machine's memory;\n"
+    "          --iodepth_batch_submit at most --iodepth: requests handed to the driver at once;\n"
     "          with --iter=fixed, numjobs x iodepth at most 16384), --size and --io_size below 2^63,\n"
     "          --runtime at most 1e9 seconds, --bs a multiple of 512 up to 64m\n"
     "On a terminal, fio's status line (jobs, progress, bandwidth, IOPS, ETA) is shown while it runs.\n"

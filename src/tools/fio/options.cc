@@ -64,6 +64,10 @@ absl::Status check_combination(const job_options& o) {
   if (o.size < o.bs * o.numjobs)
     return absl::InvalidArgumentError(
         absl::StrCat("--size=", o.size, " is too small for ", o.numjobs, " jobs of --bs=", o.bs));
+  if (o.iodepth_batch > o.iodepth)
+    return absl::InvalidArgumentError(absl::StrCat("--iodepth_batch_submit=", o.iodepth_batch,
+                                                   " is more than --iodepth=", o.iodepth,
+                                                   ": a batch is made of the job's buffers"));
   const uint64_t buffers = uint64_t{o.numjobs} * o.iodepth;
   if (o.iter == iter_kind::fixed && buffers > IORING_MAX_REG_BUFFERS)
     return absl::InvalidArgumentError(absl::StrCat("--iter=fixed registers --numjobs x --iodepth = ", buffers,
@@ -109,6 +113,8 @@ absl::StatusOr<job_options> parse_options(int argc, char** argv) {
       s = parse_unsigned(name, value, &o.numjobs, 1, kMaxJobs);
     } else if (name == "iodepth") {
       s = parse_unsigned(name, value, &o.iodepth, 1, kMaxIodepth);
+    } else if (name == "iodepth_batch_submit" || name == "iodepth_batch") {
+      s = parse_unsigned(name, value, &o.iodepth_batch, 1, kMaxIodepth);
     } else if (name == "rwmixread") {
       s = parse_unsigned(name, value, &o.rwmixread, 0, 100);
       if (!s.ok())

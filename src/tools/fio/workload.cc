@@ -8,7 +8,8 @@
 //          extracted (iov_iter_extract_pages) and a bvec table built
 //   fixed  the buffers registered once; each request is an import_fixed()
 // The driver completes synchronously (as fio's sync engines): iodepth is how
-// many buffers a job cycles through, not concurrency.
+// many buffers a job cycles through, not concurrency; --iodepth_batch_submit
+// hands that many of them to the driver in one blkdev::submit_batch.
 #include <sys/resource.h>
 
 #include <barrier>
@@ -119,37 +120,43 @@ void fill_block(job& j, char* buf, uint64_t offset) {
   std::memcpy(buf, &h, sizeof h);
 }
 
-// One request of bs bytes at `offset` through buffer `slot`.
-int submit_io(job& j, unsigned slot, bool is_write, uint64_t offset, const char** why) {
+// A request's iterator and what keeps it valid until the request completes.
+struct io_unit {
+  iov_iter it;
+  buffer_ref ref;  // --iter=fixed
+  bio_vec bv[66];  // --iter=bvec: up to 264 KiB here; larger requests build on the heap
+  std::vector<bio_vec> big;
+};
+
+// Makes *rq a request of bs bytes at `offset` through buffer `slot`, its
+// iterator in *u. 0, or -EFAULT with *why.
+int prepare_io(job& j, unsigned slot, bool is_write, uint64_t offset, io_unit* u, blk_request* rq,
+               const char** why) {
   const job_options& o = *j.o;
   char* buf = j.bufs[slot];
   const unsigned dir = is_write ? ITER_SOURCE : ITER_DEST;
-  iov_iter it;
-  buffer_ref ref;
-  bio_vec bv[66];  // on the stack up to 264 KiB; larger requests build on the heap
-  std::vector<bio_vec> big;
   switch (o.iter) {
     case iter_kind::ubuf:
-      iov_iter_ubuf(&it, dir, buf, o.bs);
+      iov_iter_ubuf(&u->it, dir, buf, o.bs);
       break;
     case iter_kind::iovec:
-      iov_iter_init(&it, dir, j.iovs[slot].data(), j.iovs[slot].size(), o.bs);
+      iov_iter_init(&u->it, dir, j.iovs[slot].data(), j.iovs[slot].size(), o.bs);
       break;
     case iter_kind::bvec: {
-      iov_iter u;
-      iov_iter_ubuf(&u, dir, buf, o.bs);
+      iov_iter ub;
+      iov_iter_ubuf(&ub, dir, buf, o.bs);
       size_t npages = (o.bs + PAGE_SIZE - 1) / PAGE_SIZE;
-      bio_vec* table = bv;
-      if (npages > sizeof bv / sizeof bv[0]) {
-        big.resize(npages);
-        table = big.data();
+      bio_vec* table = u->bv;
+      if (npages > sizeof u->bv / sizeof u->bv[0]) {
+        u->big.resize(npages);
+        table = u->big.data();
       }
       page* pages[64];
       size_t nbv = 0;
-      while (iov_iter_count(&u)) {
+      while (iov_iter_count(&ub)) {
         page** pp = pages;
         size_t off0;
-        ssize_t n = iov_iter_extract_pages(&u, &pp, iov_iter_count(&u), 64, 0, &off0);
+        ssize_t n = iov_iter_extract_pages(&ub, &pp, iov_iter_count(&ub), 64, 0, &off0);
         for (size_t k = 0, left = static_cast<size_t>(n); left; k++) {
           size_t len = std::min(left, PAGE_SIZE - off0);
           bvec_set_page(&table[nbv++], pages[k], static_cast<unsigned>(len), static_cast<unsigned>(off0));
@@ -157,32 +164,44 @@ int submit_io(job& j, unsigned slot, bool is_write, uint64_t offset, const char*
           off0 = 0;
         }
       }
-      iov_iter_bvec(&it, dir, table, nbv, o.bs);
+      iov_iter_bvec(&u->it, dir, table, nbv, o.bs);
       break;
     }
     case iter_kind::fixed: {
       absl::StatusOr<buffer_ref> r =
-          import_fixed(*j.table, j.slot_base() + slot, reinterpret_cast<uintptr_t>(buf), o.bs, dir, &it);
+          import_fixed(*j.table, j.slot_base() + slot, reinterpret_cast<uintptr_t>(buf), o.bs, dir, &u->it);
       if (!r.ok()) {
         *why = "import_fixed failed";
         return -EFAULT;
       }
-      ref = std::move(*r);
+      u->ref = std::move(*r);
       break;
     }
   }
-  blk_request rq;
-  rq.op = is_write ? REQ_OP_WRITE : REQ_OP_READ;
-  rq.sector = offset >> SECTOR_SHIFT;
-  rq.iter = &it;
-  int err = j.dev->submit(rq);
+  *rq = {.op = is_write ? REQ_OP_WRITE : REQ_OP_READ, .sector = offset >> SECTOR_SHIFT, .iter = &u->it};
+  return 0;
+}
+
+// What the driver returned for a prepared request, a short transfer being an
+// error; the buffer's registration is let go.
+int complete_io(io_unit* u, const blk_request& rq, int err, const char** why) {
+  u->ref = buffer_ref{};
   if (err)
     *why = rq.error;
-  else if (iov_iter_count(&it)) {
+  else if (iov_iter_count(&u->it)) {
     *why = "short transfer";
     err = -EIO;
   }
   return err;
+}
+
+// One request of bs bytes at `offset` through buffer `slot`.
+int submit_io(job& j, unsigned slot, bool is_write, uint64_t offset, const char** why) {
+  io_unit u;
+  blk_request rq;
+  if (int err = prepare_io(j, slot, is_write, offset, &u, &rq, why))
+    return err;
+  return complete_io(&u, rq, j.dev->submit(rq), why);
 }
 
 bool fail(job& j, int err, const char* why, uint64_t offset) {
@@ -267,45 +286,78 @@ void measured_phase(job& j) {
   j.live->start_phase(run_letter(o.rw), o.runtime > 0 ? 0 : o.io_size, start);
   uint64_t done = 0, next_block = 0;
   bool stop = false;
+  // --iodepth_batch_submit: n requests prepared, handed over in one
+  // submit_batch, each one's latency the batch's. One at a time for zoned
+  // sequential writes, each of which needs the write pointer the last left.
+  const unsigned batch = zoned ? 1 : o.iodepth_batch;
+  std::vector<io_unit> units(batch);
+  std::vector<blk_request> rqs(batch);
+  std::vector<int> results(batch);
+  struct planned {
+    bool is_write;
+    uint64_t block;
+  };
+  std::vector<planned> plan(batch);
   while (!stop) {
-    for (unsigned slot = 0; slot < o.iodepth && !stop; slot++) {
-      bool is_write = o.rw == rw_pattern::write || o.rw == rw_pattern::randwrite ||
-                      (o.rw == rw_pattern::randrw && j.rng.next() % 100 >= o.rwmixread);
-      uint64_t block = random ? j.rng.next() % blocks : next_block++ % blocks;
+    for (unsigned slot = 0; slot < o.iodepth && !stop;) {
+      unsigned n = std::min(batch, o.iodepth - slot);
+      if (o.runtime <= 0)
+        n = static_cast<unsigned>(std::min<uint64_t>(n, (o.io_size - done + o.bs - 1) / o.bs));
       const char* why = nullptr;
-      if (zoned) {
-        int err = prepare_zoned_write(j, &block, blocks, &why);
-        if (!err && block >= blocks) {  // the rest of the region is past the zones' capacity: wrap
-          block = 0;
-          err = prepare_zoned_write(j, &block, blocks, &why);
+      for (unsigned k = 0; k < n && !stop; k++) {
+        bool is_write = o.rw == rw_pattern::write || o.rw == rw_pattern::randwrite ||
+                        (o.rw == rw_pattern::randrw && j.rng.next() % 100 >= o.rwmixread);
+        uint64_t block = random ? j.rng.next() % blocks : next_block++ % blocks;
+        if (zoned) {
+          int err = prepare_zoned_write(j, &block, blocks, &why);
+          if (!err && block >= blocks) {  // the rest of the region is past the zones' capacity: wrap
+            block = 0;
+            err = prepare_zoned_write(j, &block, blocks, &why);
+          }
+          if (err || block >= blocks) {
+            fail(j, err ? err : -ENOSPC, why ? why : "no zone has room for a block", j.region_start + block * o.bs);
+            stop = true;
+            break;
+          }
+          next_block = block + 1;
         }
-        if (err || block >= blocks) {
-          fail(j, err ? err : -ENOSPC, why ? why : "no zone has room for a block", j.region_start + block * o.bs);
-          break;
+        uint64_t offset = j.region_start + block * o.bs;
+        if (is_write && o.verify)
+          fill_block(j, j.bufs[slot + k], offset);
+        if (int err = prepare_io(j, slot + k, is_write, offset, &units[k], &rqs[k], &why)) {
+          fail(j, err, why, offset);
+          stop = true;
         }
-        next_block = block + 1;
+        plan[k] = {is_write, block};
       }
-      uint64_t offset = j.region_start + block * o.bs;
-      if (is_write && o.verify)
-        fill_block(j, j.bufs[slot], offset);
-      uint64_t t0 = monotonic_ns();
-      int err = submit_io(j, slot, is_write, offset, &why);
-      uint64_t t1 = monotonic_ns();
-      if (err) {
-        fail(j, err, why, offset);
-        stop = true;
+      if (stop)
         break;
+      uint64_t t0 = monotonic_ns();
+      if (n == 1)
+        results[0] = j.dev->submit(rqs[0]);
+      else
+        j.dev->submit_batch({rqs.data(), n}, results);
+      uint64_t t1 = monotonic_ns();
+      for (unsigned k = 0; k < n; k++) {
+        const auto [is_write, block] = plan[k];
+        if (int err = complete_io(&units[k], rqs[k], results[k], &why)) {
+          if (!stop)
+            fail(j, err, why, j.region_start + block * o.bs);
+          stop = true;
+          continue;  // the rest still let go of their buffers
+        }
+        direction_stats& d = is_write ? j.write : j.read;
+        d.ios++;
+        d.bytes += o.bs;
+        d.clat.add(t1 - t0);
+        j.live->count(is_write, o.bs);
+        if (is_write && o.verify)
+          j.written.set(block);
+        done += o.bs;
       }
-      direction_stats& d = is_write ? j.write : j.read;
-      d.ios++;
-      d.bytes += o.bs;
-      d.clat.add(t1 - t0);
-      j.live->count(is_write, o.bs);
-      if (is_write && o.verify)
-        j.written.set(block);
-      done += o.bs;
       if (o.runtime > 0 ? t1 >= deadline : done >= o.io_size)
         stop = true;
+      slot += n;
     }
   }
   j.elapsed_ns = monotonic_ns() - start;
