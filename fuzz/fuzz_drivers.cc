@@ -7,8 +7,10 @@
 // zone's write pointer), what a write, discard or write-zeroes leaves, the
 // zones' conditions and write pointers, brd's page count and budget, and the
 // crc32c and extent-map services; and whole pages handed to brd with
-// replace_pages (its budget, zero detection and bounds; null_blk refusing). The copy and iteration modes change at
-// random between requests. Not modelled, so left off: null_blk's zone_max_open,
+// replace_pages (its budget, zero detection and bounds; null_blk refusing).
+// A request goes alone or as a batch of one (submit_batch, whose look-ahead
+// sees it unchecked). The copy and iteration modes change at random between
+// requests. Not modelled, so left off: null_blk's zone_max_open,
 // zone_max_active and max_pages, and null_blk writes torn by an XARRAY hole.
 //
 //   cmake --preset fuzz && cmake --build --preset fuzz --target fuzz_drivers
@@ -303,7 +305,8 @@ void op_request(input& in, disk& d, iov::blkdev& dev) {
   } else if (trim) {
     rq.nr_sectors = in.u8() & 1 ? in.below(d.capacity + 2) : in.below(64);
   }
-  dev.set_copy_mode(in.u8() & 1 ? iov::copy_mode::legacy : iov::copy_mode::modern);
+  static constexpr iov::copy_mode kModes[] = {iov::copy_mode::modern, iov::copy_mode::legacy, iov::copy_mode::nocache};
+  dev.set_copy_mode(kModes[in.u8() % 3]);
   dev.set_iteration(in.u8() & 1 ? iov::iteration_mode::outofline : iov::iteration_mode::inlined);
   const size_t n = data ? L.count : 0, reach = data ? L.reach(n) : 0;
   const bool write = iov::op_is_write(rq.op);
@@ -341,7 +344,13 @@ void op_request(input& in, disk& d, iov::blkdev& dev) {
   iov::iov_iter it0 = L.it;
   fuzz::trace("%s sector %llu, %zu bytes (%llu sectors), flags %u: want %d", iov::req_op_name(rq.op),
               (unsigned long long)rq.sector, n, (unsigned long long)rq.nr_sectors, rq.flags, want);
-  int got = dev.submit(rq);
+  // Alone, or as a batch of one: the device's look-ahead then sees the
+  // request before anything has checked it.
+  int got;
+  if (in.u8() & 1)
+    got = dev.submit(rq);
+  else
+    dev.submit_batch({&rq, 1}, {&got, 1});
   fuzz::trace("  -> %d%s%s", got, rq.error ? ": " : "", rq.error ? rq.error : "");
   FUZZ_CHECK(got == want && (got == 0) == (rq.error == nullptr));
   if (got && got != -EFAULT) {
