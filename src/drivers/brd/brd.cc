@@ -319,12 +319,15 @@ void brd_device::prefetch_requests(std::span<const blk_request> rqs) {
   rcu_read_guard rcu;
   for (const blk_request& rq : rqs) {
     if (!wanted(rq)) continue;
-    const uint64_t first = rq.sector >> PAGE_SECTORS_SHIFT;
-    const uint64_t end = first + ((((rq.sector & (PAGE_SECTORS - 1)) << SECTOR_SHIFT) + iov_iter_count(rq.iter) +
-                                   PAGE_SIZE - 1) >> PAGE_SHIFT);
     unsigned lines = 0;
-    for (uint64_t idx = first; idx < end && lines < 8; idx = (idx | (kSlotsPerLine - 1)) + 1, lines++)
-      internal::xa_prefetch_slot(pages, static_cast<unsigned long>(idx));
+    drivers::internal::for_each_piece(rq.sector << SECTOR_SHIFT, iov_iter_count(rq.iter),
+                                      [&](const drivers::internal::piece& p) {
+                                        if (lines == 0 || p.idx % kSlotsPerLine == 0) {
+                                          internal::xa_prefetch_slot(pages, p.idx);
+                                          lines++;
+                                        }
+                                        return lines < 8;
+                                      });
   }
   const bool nocache = get_copy_mode() == copy_mode::nocache;
   for (const blk_request& rq : rqs) {
