@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "bench_common.hpp"
+#include "common/version.hpp"
 #include "report.hpp"
 #include "symbols.hpp"
 
@@ -83,6 +84,7 @@ constexpr char kUsage[] =
     "  --rounds=N      run the selection N times over (1 to 100) and merge each case's samples:\n"
     "                  steadier medians on a shared machine (the JSON holds the last round)\n"
     "  --list          print the names of the benchmarks that would run\n"
+    "  --help, --version  this text; the program's version and commit\n"
     "Exit status: 0 every case ran; 1 a case failed, none matched, or the JSON could not be\n"
     "written; 2 a bad command line (an unwritable --json or --chart included).\n";
 
@@ -233,6 +235,9 @@ std::string parse_options(int argc, char** argv, options* o) {
       o->passthrough.push_back(a);
     } else if (a == "--help" || a == "-h") {
       std::cout << kUsage;
+      std::exit(0);
+    } else if (a == "--version") {
+      iov::tools::print_version("iov-bench");
       std::exit(0);
     } else {
       return "unknown option " + a;
