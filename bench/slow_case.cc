@@ -14,10 +14,14 @@ namespace iov::bench {
 
 namespace {
 
-constexpr long kPeriodNs = 1000000;  // the timer fires every 1 ms of the thread's CPU time
+// The timer asks for every 1 ms of the thread's CPU time; the kernel checks
+// CPU timers on its tick (4 ms at HZ=250), so each expiry spins in
+// proportion to the CPU time used since the last one.
+constexpr long kPeriodNs = 1000000;
 std::string g_slow_name;
 std::atomic<bool> g_active{false};
-long g_spin_ns = 0;
+long g_percent = 0;
+long g_mark_ns = 0;  // the thread's CPU time at the last expiry, or when the case started
 
 long thread_cpu_ns() {
   timespec ts;
@@ -25,13 +29,15 @@ long thread_cpu_ns() {
   return ts.tv_sec * 1000000000L + ts.tv_nsec;
 }
 
-// Burns g_spin_ns of this thread's CPU time: async-signal-safe.
+// Burns g_percent of the CPU time used since the mark: async-signal-safe.
 void on_tick(int) {
   if (!g_active.load(std::memory_order_relaxed))
     return;
-  const long until = thread_cpu_ns() + g_spin_ns;
+  const long now = thread_cpu_ns();
+  const long until = now + (now - g_mark_ns) * g_percent / 100;
   while (thread_cpu_ns() < until) {
   }
+  g_mark_ns = thread_cpu_ns();
 }
 
 }  // namespace
@@ -48,8 +54,7 @@ void slow_case_setup() {
     std::exit(2);
   }
   g_slow_name = name;
-  // Of each period, the spin's share: percent more time than the case's own.
-  g_spin_ns = kPeriodNs * percent / (100 + percent);
+  g_percent = percent;
   struct sigaction sa {};
   sa.sa_handler = on_tick;
   sa.sa_flags = SA_RESTART;
@@ -69,8 +74,10 @@ void slow_case_setup() {
 }
 
 void slow_case_next(const std::string& name) {
-  if (!g_slow_name.empty())
-    g_active.store(name == g_slow_name, std::memory_order_relaxed);
+  if (g_slow_name.empty())
+    return;
+  g_mark_ns = thread_cpu_ns();
+  g_active.store(name == g_slow_name, std::memory_order_relaxed);
 }
 
 }  // namespace iov::bench
