@@ -21,7 +21,9 @@ constexpr long kPeriodNs = 1000000;
 std::string g_slow_name;
 std::atomic<bool> g_active{false};
 long g_percent = 0;
-long g_mark_ns = 0;  // the thread's CPU time at the last expiry, or when the case started
+// The thread's CPU time at the last expiry, or when the case started; lock-free
+// atomics are what a signal handler may share with the code it interrupts.
+std::atomic<long> g_mark_ns{0};
 
 long thread_cpu_ns() {
   timespec ts;
@@ -34,10 +36,10 @@ void on_tick(int) {
   if (!g_active.load(std::memory_order_relaxed))
     return;
   const long now = thread_cpu_ns();
-  const long until = now + (now - g_mark_ns) * g_percent / 100;
+  const long until = now + (now - g_mark_ns.load(std::memory_order_relaxed)) * g_percent / 100;
   while (thread_cpu_ns() < until) {
   }
-  g_mark_ns = thread_cpu_ns();
+  g_mark_ns.store(thread_cpu_ns(), std::memory_order_relaxed);
 }
 
 }  // namespace
@@ -76,7 +78,7 @@ void slow_case_setup() {
 void slow_case_next(const std::string& name) {
   if (g_slow_name.empty())
     return;
-  g_mark_ns = thread_cpu_ns();
+  g_mark_ns.store(thread_cpu_ns(), std::memory_order_relaxed);
   g_active.store(name == g_slow_name, std::memory_order_relaxed);
 }
 
