@@ -8,7 +8,8 @@
 //   iov-bench --json=out/iov-bench.json        # also the JSON, and out/iov-bench.svg
 //
 // Other --benchmark_* options go to Google Benchmark unchanged. What is made of
-// the samples afterwards (statistics, summary, chart) is in report.cc.
+// the samples afterwards (statistics, summary, chart) is in report.cc; the
+// JSON's labels in json_report.cc.
 #include <regex.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -35,7 +36,11 @@
 #include <vector>
 
 #include "bench_common.hpp"
+#include "common/version.hpp"
+#include "iov/internal/simd_level.hpp"
+#include "json_report.hpp"
 #include "report.hpp"
+#include "slow_case.hpp"
 #include "symbols.hpp"
 
 namespace {
@@ -58,6 +63,23 @@ std::string cpu_model() {
   return "unknown cpu";
 }
 
+// The model name with the family and model numbers, which tell CPU
+// generations apart where a virtual machine's model name does not.
+std::string cpu_description() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string family, model;
+  for (std::string line; std::getline(in, line) && !line.empty();) {
+    size_t colon = line.find(':');
+    if (colon == std::string::npos || colon + 2 > line.size())
+      continue;
+    if (line.rfind("cpu family", 0) == 0)
+      family = line.substr(colon + 2);
+    else if (line.rfind("model\t", 0) == 0)
+      model = line.substr(colon + 2);
+  }
+  return cpu_model() + (family.empty() ? "" : " (family " + family + ", model " + model + ")");
+}
+
 std::string compiler_version() {
 #if defined(__clang__)
   return "clang " __clang_version__;
@@ -69,13 +91,16 @@ std::string compiler_version() {
 }
 
 constexpr char kUsage[] =
-    "usage: iov-bench [--filter=REGEX] [--json=PATH] [--chart=PATH|--no-chart] [--tile=SIZE]\n"
-    "                 [--clock=cpu|wall] [--rounds=N] [--list]\n"
+    "usage: iov-bench [--filter=REGEX] [--json=PATH [--json-samples]] [--chart=PATH|--no-chart]\n"
+    "                 [--tile=SIZE] [--clock=cpu|wall] [--rounds=N] [--list]\n"
     "                 [--benchmark_...=...]\n"
-    "  --filter=REGEX  run the benchmarks whose name matches (Google Benchmark's --benchmark_filter,\n"
-    "                  a POSIX extended regular expression)\n"
-    "  --json=PATH     also write Google Benchmark's JSON there (the directory must exist)\n"
-    "  --chart=PATH    draw the medians with gnuplot (.svg or .png); by default next to --json\n"
+    "  --filter=REGEX  run the benchmarks whose name matches (Google Benchmark's filter, a POSIX\n"
+    "                  extended regular expression)\n"
+    "  --json=PATH     also write Google Benchmark's JSON there (the directory must exist): each\n"
+    "                  case's aggregates, labelled with its kind, form, baseline and target\n"
+    "  --json-samples  every sample in the JSON too (for compare.py's U test)\n"
+    "  --chart=PATH    draw the chart of the JSON's ratios (.svg, or .png through rsvg-convert);\n"
+    "                  by default next to --json (without --json, the JSON goes next to the chart)\n"
     "  --tile=SIZE     the physical size behind the tiled 256 MiB buffers: a power of two from 4k to 1m\n"
     "                  (default 512k)\n"
     "  --clock=cpu     time samples by process CPU time (the default: robust on a shared machine)\n"
@@ -83,13 +108,14 @@ constexpr char kUsage[] =
     "  --rounds=N      run the selection N times over (1 to 100) and merge each case's samples:\n"
     "                  steadier medians on a shared machine (the JSON holds the last round)\n"
     "  --list          print the names of the benchmarks that would run\n"
+    "  --help, --version  this text; the program's version and commit\n"
     "Exit status: 0 every case ran; 1 a case failed, none matched, or the JSON could not be\n"
     "written; 2 a bad command line (an unwritable --json or --chart included).\n";
 
 struct options {
   std::string filter = ".";
   std::string json, chart;
-  bool chart_given = false, list = false;
+  bool chart_given = false, list = false, json_samples = false;
   bool wall_clock = false;  // --clock=wall: the kernel's ktime_get_real(); default: process CPU time
   int rounds = 1;
   std::vector<std::string> passthrough;
@@ -172,6 +198,12 @@ bool json_complete(const std::string& path) {
   return depth == 0 && !in_string;
 }
 
+// PATH without the extension of its last component.
+std::string without_extension(const std::string& path) {
+  size_t dot = path.rfind('.'), slash = path.rfind('/');
+  return dot == std::string::npos || (slash != std::string::npos && dot < slash) ? path : path.substr(0, dot);
+}
+
 // Parses the command line into *o; an error message, or "" when it is good.
 std::string parse_options(int argc, char** argv, options* o) {
   for (int i = 1; i < argc; i++) {
@@ -205,6 +237,8 @@ std::string parse_options(int argc, char** argv, options* o) {
       o->json = v;
       if (std::string err = output_path_error("json", o->json); !err.empty())
         return err;
+    } else if (a == "--json-samples") {
+      o->json_samples = true;
     } else if (const char* v = value("--chart=")) {
       o->chart = v;
       o->chart_given = true;
@@ -234,16 +268,20 @@ std::string parse_options(int argc, char** argv, options* o) {
     } else if (a == "--help" || a == "-h") {
       std::cout << kUsage;
       std::exit(0);
+    } else if (a == "--version") {
+      iov::tools::print_version("iov-bench");
+      std::exit(0);
     } else {
       return "unknown option " + a;
     }
   }
-  if (!o->chart_given && !o->json.empty()) {
-    std::string base = o->json;
-    if (base.size() > 5 && base.compare(base.size() - 5, 5, ".json") == 0)
-      base.resize(base.size() - 5);
-    o->chart = base + ".svg";
-  }
+  if (!o->chart_given && !o->json.empty())
+    o->chart = without_extension(o->json) + ".svg";
+  // The chart is drawn from the JSON.
+  if (o->json.empty() && !o->chart.empty())
+    o->json = without_extension(o->chart) + ".json";
+  if (o->json_samples && o->json.empty())
+    return "--json-samples needs --json=PATH";
   return "";
 }
 
@@ -310,6 +348,13 @@ class ktap_reporter : public benchmark::BenchmarkReporter {
 
   void start_round(int round) { round_ = round; }
 
+  // The cases in the order they run, for slow_case_next().
+  void set_order(std::vector<std::string> order) {
+    order_ = std::move(order);
+    if (!order_.empty())
+      iov::bench::slow_case_next(order_[0]);
+  }
+
   bool ReportContext(const Context& context) override {
     if (round_ != 1)
       return true;
@@ -333,6 +378,8 @@ class ktap_reporter : public benchmark::BenchmarkReporter {
         samples.push_back(&r);
     if (samples.empty())
       return;
+    if (!order_.empty())
+      iov::bench::slow_case_next(order_[++seen_ % order_.size()]);
     bench_result res;
     benchmark::BenchmarkName n;
     n.function_name = samples[0]->run_name.function_name;
@@ -408,6 +455,8 @@ class ktap_reporter : public benchmark::BenchmarkReporter {
   std::map<std::string, bench_result> rounds_seen_;  // samples of the rounds so far
   std::vector<bench_result> results_;
   size_t index_ = 0, failed_ = 0;
+  std::vector<std::string> order_;
+  size_t seen_ = 0;
 };
 
 std::string now_utc() {
@@ -427,7 +476,7 @@ int main(int argc, char** argv) {
   }
   auto started = std::chrono::steady_clock::now();
 
-  listing_reporter lister;
+  listing_reporter lister, all_lister;
   initialize_benchmark(opt, true, false);
   benchmark::RunSpecifiedBenchmarks(&lister);
   std::vector<std::string> names = lister.names();
@@ -465,12 +514,40 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("iov_tile_bytes", std::to_string(iov::bench::tile_size()));
   benchmark::AddCustomContext("iov_check_generic_iterate_out_of_line", check_ok ? "ok" : "FAILED");
   benchmark::AddCustomContext("iov_samples", "16 repetitions of 1 iteration; KTAP drops the first");
+  // What the chart's title and a comparison of two runs read.
+  benchmark::AddCustomContext("iov_version", iov::tools::version());
+  benchmark::AddCustomContext("iov_commit", iov::tools::commit());
+  benchmark::AddCustomContext("iov_cpu", cpu_description());
+  benchmark::AddCustomContext("iov_simd",
+                              iov::internal::simd_level_name(iov::internal::default_simd_level()));
+  benchmark::AddCustomContext("iov_clock", opt.wall_clock ? "wall" : "cpu");
+  benchmark::AddCustomContext("iov_rounds", std::to_string(opt.rounds));
+
+  // The JSON's labels know every registered case, whatever the filter.
+  options every = opt;
+  every.filter = ".";
+  initialize_benchmark(every, true, false);
+  benchmark::RunSpecifiedBenchmarks(&all_lister);
+  std::vector<std::string> all_names = all_lister.names();
 
   ktap_reporter ktap(names.size(), header, opt.wall_clock, opt.rounds);
+  iov::bench::json_reporter json({all_names.begin(), all_names.end()}, opt.json_samples,
+                                 [&ktap](const std::string& name) {
+                                   const auto& r = ktap.results();
+                                   auto it = std::find_if(r.rbegin(), r.rend(),
+                                                          [&](const bench_result& b) { return b.name == name; });
+                                   return it == r.rend() ? 0.0 : it->median_us;
+                                 });
+  iov::bench::slow_case_setup();
+  ktap.set_order(names);
   for (int round = 1; round <= opt.rounds; round++) {
     ktap.start_round(round);
-    initialize_benchmark(opt, false, round == opt.rounds);
-    benchmark::RunSpecifiedBenchmarks(&ktap);
+    bool last = round == opt.rounds;
+    initialize_benchmark(opt, false, last);
+    if (last && !opt.json.empty())
+      benchmark::RunSpecifiedBenchmarks(&ktap, &json);
+    else
+      benchmark::RunSpecifiedBenchmarks(&ktap);
   }
   benchmark::Shutdown();
 
@@ -483,7 +560,7 @@ int main(int argc, char** argv) {
   if (!json_ok)
     std::cerr << "iov-bench: --json=" << opt.json << ": the JSON was not written whole (a full disk, a file size limit?)\n";
   if (!opt.chart.empty())
-    std::cout << "# chart: " << draw_chart(ktap.results(), opt.chart) << "\n";
+    std::cout << "# chart: " << (json_ok ? draw_chart(opt.json, opt.chart) : "skipped (no JSON)") << "\n";
 
   size_t failed = ktap.failed() + (ktap.reported() < names.size() ? names.size() - ktap.reported() : 0);
   size_t passed = ktap.reported() - ktap.failed();

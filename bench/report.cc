@@ -20,6 +20,13 @@
 
 #include "bench_common.hpp"
 
+// The source tree's scripts/plot-bench, for iov-bench in its build tree (the
+// top-level CMakeLists.txt defines it); installed, iov-bench finds
+// iov-plot-bench beside itself.
+#ifndef IOV_PLOT_BENCH_SOURCE
+#define IOV_PLOT_BENCH_SOURCE ""
+#endif
+
 namespace iov::bench {
 // --- Samples and names -------------------------------------------------------
 
@@ -239,15 +246,6 @@ namespace {
 
 bool executable(const std::string& path) { return !path.empty() && access(path.c_str(), X_OK) == 0; }
 
-bool in_path(const char* prog) {
-  const char* path = std::getenv("PATH");
-  std::istringstream in(path ? path : "/usr/bin:/bin");
-  for (std::string dir; std::getline(in, dir, ':');)
-    if (executable((dir.empty() ? "." : dir) + "/" + prog))
-      return true;
-  return false;
-}
-
 std::string dirname_of(const std::string& p) {
   size_t slash = p.rfind('/');
   return slash == std::string::npos ? "." : p.substr(0, slash);
@@ -260,63 +258,28 @@ std::string find_plot_script() {
   char buf[4096];
   ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
   std::string exe_dir = n > 0 ? dirname_of(std::string(buf, static_cast<size_t>(n))) : ".";
-  for (std::string p : {exe_dir + "/plot-bench", exe_dir + "/iov-plot-bench",
-                        dirname_of(__FILE__) + "/../scripts/plot-bench"})
+  for (std::string p : {exe_dir + "/plot-bench", exe_dir + "/iov-plot-bench", std::string(IOV_PLOT_BENCH_SOURCE)})
     if (executable(p))
       return p;
   return "";
 }
 
-// Writes the medians (ms) beside the chart, one block per memory kind, and
-// runs plot-bench on them. Returns what the report says about the chart.
 }  // namespace
 
-std::string draw_chart(const std::vector<bench_result>& results, const std::string& chart) {
-  std::set<std::string> used;
-  std::vector<group_row> rows = group_rows(results, &used);
-  if (rows.empty())
-    return "skipped (no case to draw)";
-  std::string data = chart.substr(0, chart.rfind('.') == std::string::npos || chart.rfind('.') < chart.rfind('/')
-                                         ? chart.size()
-                                         : chart.rfind('.')) + ".dat";
-  std::ofstream out(data);
-  if (!out)
-    return "skipped (cannot write " + data + ")";
-  auto ms = [](const bench_result* r) { return r ? std::to_string(r->median_us / 1e3) : std::string("-"); };
-  // One panel per family and memory kind, so that each keeps a readable scale.
-  for (bool iteration : {true, false}) {
-    for (bool streaming : {false, true}) {
-      std::ostringstream block;
-      for (const group_row& r : rows)
-        if (r.streaming == streaming && is_iteration_group(r.group) == iteration)
-          block << r.group << " " << ms(r.baseline) << " " << ms(r.forms[FORM_INLINE]) << " "
-                << ms(r.forms[FORM_OUTOFLINE]) << " " << ms(r.forms[FORM_TYPED]) << " "
-                << ms(r.forms[FORM_INDIRECT]) << "\n";
-      if (block.str().empty())
-        continue;
-      out << "# title: " << (iteration ? "iteration cases" : "other operations") << ", "
-          << (streaming ? "streaming: 256 MiB of distinct memory (bandwidth-bound)"
-                        : "tiled: 256 MiB mapped onto one small tile (iteration cost)")
-          << "\n# case baseline inline outofline typed indirect (median ms per 256 MiB)\n"
-          << block.str() << "\n\n";
-    }
-  }
-  out.close();
-  if (!in_path("gnuplot"))
-    return "skipped (gnuplot is not installed; medians in " + data + ")";
+std::string draw_chart(const std::string& json, const std::string& chart) {
   std::string script = find_plot_script();
   if (script.empty())
-    return "skipped (scripts/plot-bench not found; medians in " + data + ")";
+    return "skipped (scripts/plot-bench not found)";
   std::cout << std::flush;
   pid_t pid = fork();
   if (pid == 0) {
     dup2(STDERR_FILENO, STDOUT_FILENO);  // stdout is the KTAP stream
-    execl(script.c_str(), script.c_str(), data.c_str(), chart.c_str(), static_cast<char*>(nullptr));
+    execl(script.c_str(), script.c_str(), json.c_str(), chart.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
   int status = 0;
   if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    return "failed (" + script + " " + data + " " + chart + ")";
+    return "failed (" + script + " " + json + " " + chart + ")";
   return chart;
 }
 }  // namespace iov::bench

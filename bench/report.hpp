@@ -1,6 +1,6 @@
 // report.hpp: what iov-bench makes of the samples once the runs are done:
 // the kernel's statistics per case, the summary of ratios against inline and
-// against the baselines (with the targets), and the gnuplot chart.
+// against the baselines (with the targets), and the chart.
 //
 //   iov::bench::bench_result r{.name = "iov_kunit_benchmark_bvec", .samples_us = {...}};
 //   iov::bench::compute_stats(&r);
@@ -45,8 +45,8 @@ std::string display_name(const std::string& full);
 // targets with PASS/MISS.
 std::vector<std::string> summarize(const std::vector<bench_result>& results);
 
-// Writes the medians beside the chart and runs plot-bench on them; returns
-// what the report says about the chart (its path, or why there is none).
-std::string draw_chart(const std::vector<bench_result>& results, const std::string& chart);
+// Runs plot-bench on the JSON the run wrote; returns what the report says
+// about the chart (its path, or why there is none).
+std::string draw_chart(const std::string& json, const std::string& chart);
 
 }  // namespace iov::bench

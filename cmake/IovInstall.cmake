@@ -9,7 +9,12 @@
 #                                   iov:: targets and IovFindDeps.cmake
 #   lib/pkgconfig/iov.pc            for non-CMake consumers
 #   bin/...                         the programs subdirectories install
+#   share/man/man1/                 their man pages (cmake/IovManPages.cmake)
+#   share/doc/iov/                  README.md, docs/ and examples/
 #
+# Each rule names its component, the Debian package it goes to
+# (cmake/IovPackaging.cmake): `lib` (headers, libraries, CMake and pkg-config
+# files, the documentation) or `tools` (programs and man pages).
 # Included once, at the end of the top-level CMakeLists.txt.
 
 include(CMakePackageConfigHelpers)
@@ -17,17 +22,17 @@ include(CMakePackageConfigHelpers)
 set(IOV_CMAKE_DIR "${CMAKE_INSTALL_LIBDIR}/cmake/iov")
 
 install(DIRECTORY "${PROJECT_SOURCE_DIR}/include/iov"
-  DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}")
+  DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}" COMPONENT lib)
 install(FILES "${IOV_GENERATED_INCLUDE_DIR}/iov/checks_mode.hpp"
-  DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}/iov")
+  DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}/iov" COMPONENT lib)
 
 # One export set per component, so that find_package(iov COMPONENTS headers)
 # needs nothing of what the compiled library links.
-install(TARGETS iov_headers EXPORT iovHeadersTargets)
+install(TARGETS iov_headers EXPORT iovHeadersTargets COMPONENT lib)
 install(TARGETS iov EXPORT iovTargets
-  ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}"
-  LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}"
-  RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}")
+  ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}" COMPONENT lib
+  LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}" COMPONENT lib
+  RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}" COMPONENT lib)
 
 set(_iov_export_sets iovHeadersTargets iovTargets)
 if(TARGET iov_drivers)
@@ -37,7 +42,8 @@ foreach(set IN LISTS _iov_export_sets)
   install(EXPORT ${set}
     NAMESPACE iov::
     FILE ${set}.cmake
-    DESTINATION "${IOV_CMAKE_DIR}")
+    DESTINATION "${IOV_CMAKE_DIR}"
+    COMPONENT lib)
 endforeach()
 
 configure_package_config_file(
@@ -52,7 +58,8 @@ install(FILES
     "${PROJECT_BINARY_DIR}/iovConfig.cmake"
     "${PROJECT_BINARY_DIR}/iovConfigVersion.cmake"
     "${PROJECT_SOURCE_DIR}/cmake/IovFindDeps.cmake"
-  DESTINATION "${IOV_CMAKE_DIR}")
+  DESTINATION "${IOV_CMAKE_DIR}"
+  COMPONENT lib)
 
 # pkg-config: iov (everything) and iov-headers (the header-only part); the
 # prefix is derived from the .pc file's own directory.
@@ -69,4 +76,11 @@ else()
 endif()
 configure_file("${PROJECT_SOURCE_DIR}/cmake/iov.pc.in" "${PROJECT_BINARY_DIR}/iov.pc" @ONLY)
 configure_file("${PROJECT_SOURCE_DIR}/cmake/iov-headers.pc.in" "${PROJECT_BINARY_DIR}/iov-headers.pc" @ONLY)
-install(FILES "${PROJECT_BINARY_DIR}/iov.pc" "${PROJECT_BINARY_DIR}/iov-headers.pc" DESTINATION "${IOV_PC_DIR}")
+install(FILES "${PROJECT_BINARY_DIR}/iov.pc" "${PROJECT_BINARY_DIR}/iov-headers.pc" DESTINATION "${IOV_PC_DIR}"
+  COMPONENT lib)
+
+# The documentation and the examples (consumers of the installed package: a
+# CMakeLists.txt for find_package(iov) and the sources).
+file(GLOB _iov_docs LIST_DIRECTORIES false CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/docs/*")
+install(FILES "${PROJECT_SOURCE_DIR}/README.md" ${_iov_docs} DESTINATION "${CMAKE_INSTALL_DOCDIR}" COMPONENT lib)
+install(DIRECTORY "${PROJECT_SOURCE_DIR}/examples/" DESTINATION "${CMAKE_INSTALL_DOCDIR}/examples" COMPONENT lib)

@@ -96,8 +96,9 @@ TEST_F(BenchOptions, TheJsonIsWrittenWholeOrTheRunFails) {
   EXPECT_EQ(text.str().rfind("}\n"), text.str().size() - 2);
 
   // The limit must leave room for the tile (a memfd, 16 KiB here); a long
-  // context entry makes the JSON longer than that.
-  r = bench({one, "--no-chart", "--tile=16k", "--json=" + json, "--benchmark_context=padding=" + std::string(8000, 'x')}, [] {
+  // context entry and the samples make the JSON longer than that.
+  r = bench({one, "--no-chart", "--tile=16k", "--json=" + json, "--json-samples",
+             "--benchmark_context=padding=" + std::string(8000, 'x')}, [] {
     signal(SIGXFSZ, SIG_IGN);  // a write past the limit fails with EFBIG instead
     struct rlimit fsize{16384, 16384};
     setrlimit(RLIMIT_FSIZE, &fsize);

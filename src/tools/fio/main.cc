@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <new>
 
+#include "common/version.hpp"
 #include "fio/job.hpp"
 #include "fio/report.hpp"
 #include "fio/status.hpp"
@@ -25,6 +26,7 @@ constexpr char kUsage[] =
     "          --iodepth_batch_submit at most --iodepth: requests handed to the driver at once;\n"
     "          with --iter=fixed, numjobs x iodepth at most 16384), --size and --io_size below 2^63,\n"
     "          --runtime at most 1e9 seconds, --bs a multiple of 512 up to 64m\n"
+    "  --help, --version  this text; the program's version and commit\n"
     "On a terminal, fio's status line (jobs, progress, bandwidth, IOPS, ETA) is shown while it runs.\n"
     "Exit status: 0 done; 1 a request or the verify failed (naming the offset), or memory or a\n"
     "thread could not be had; 2 a bad command line, or settings the device cannot honour.\n";
@@ -68,11 +70,14 @@ int run_fio(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  for (int a = 1; a < argc; a++)
+  for (int a = 1; a < argc; a++) {
     if (std::string(argv[a]) == "--help") {
       std::fputs(kUsage, stdout);
       return 0;
     }
+    if (std::string(argv[a]) == "--version")
+      return iov::tools::print_version("iov-fio"), 0;
+  }
   try {
     return run_fio(argc, argv);
   } catch (const std::bad_alloc&) {  // the last resort: every large allocation is checked before

@@ -22,6 +22,7 @@
 
 #include "absl/strings/numbers.h"
 #include "common/options.hpp"
+#include "common/version.hpp"
 #include "iov/page_alloc.hpp"
 #include "iov_drivers/blkdev.hpp"
 #include "nbd/captive.hpp"
@@ -35,19 +36,24 @@ void on_signal(int) {
     g_server->stop();
 }
 
+constexpr char kUsage[] =
+    "usage: iov-nbd [--driver=brd|null_blk] [--size=64m] [driver settings]\n"
+    "               [--socket=PATH | -U PATH | --port=N | -p N] [--bind=ADDRESS] [--read-only | -r]\n"
+    "               [--export-name=NAME] [--description=TEXT] [--pidfile=FILE] [--run 'CMD'] [limits]\n"
+    "               [--tls=off|on|require --tls-psk=FILE | --tls-certificates=DIR]\n"
+    "  driver settings: --blocksize=512 --memory_backed=0|1 --cache_size=MB --zoned --zone_size=MB\n"
+    "                   --zone_nr_conv=N --detect_zeroes=off|on|unmap\n"
+    "  limits: --max-connections=256 --handshake-timeout=10 --idle-timeout=0 --request-timeout=30\n"
+    "          (seconds; 0: none) --payload-memory=64m --threads=N (default: one per CPU, at most 8)\n"
+    "  --help, --version  this text; the program's version and commit\n"
+    "  The disk lives in this process's memory: its contents are gone when the server exits.\n"
+    "Exit status: 0 stopped by SIGINT, SIGTERM, SIGHUP or SIGQUIT; with --run, CMD's status (128 + the\n"
+    "signal's number when a signal ended it); 1 the server could not start (the address, the TLS\n"
+    "credentials, the pidfile, or CMD's shell); 2 a bad command line or settings the device refuses.\n";
+
+// A bad command line: the reason and the usage on stderr, status 2.
 int usage(const std::string& msg) {
-  if (!msg.empty())
-    std::fprintf(stderr, "iov-nbd: %s\n", msg.c_str());
-  std::fprintf(stderr,
-               "usage: iov-nbd [--driver=brd|null_blk] [--size=64m] [driver settings]\n"
-               "               [--socket=PATH | -U PATH | --port=N | -p N] [--bind=ADDRESS] [--read-only | -r]\n"
-               "               [--export-name=NAME] [--description=TEXT] [--pidfile=FILE] [--run 'CMD'] [limits]\n"
-               "               [--tls=off|on|require --tls-psk=FILE | --tls-certificates=DIR]\n"
-               "  driver settings: --blocksize=512 --memory_backed=0|1 --cache_size=MB --zoned --zone_size=MB\n"
-               "                   --zone_nr_conv=N --detect_zeroes=off|on|unmap\n"
-               "  limits: --max-connections=256 --handshake-timeout=10 --idle-timeout=0 --request-timeout=30\n"
-               "          (seconds; 0: none) --payload-memory=64m --threads=N (default: one per CPU, at most 8)\n"
-               "  The disk lives in this process's memory: its contents are gone when the server exits.\n");
+  std::fprintf(stderr, "iov-nbd: %s\n%s", msg.c_str(), kUsage);
   return 2;
 }
 
@@ -153,7 +159,9 @@ int main(int argc, char** argv) {
       continue;
     }
     if (arg == "--help")
-      return usage(""), 0;
+      return std::fputs(kUsage, stdout), 0;
+    if (arg == "--version")
+      return iov::tools::print_version("iov-nbd"), 0;
     auto opt = iov::tools::split_option(arg);
     if (!opt)
       return usage("unexpected argument " + arg);

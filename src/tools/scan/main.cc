@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/options.hpp"
+#include "common/version.hpp"
 #include "scan/scan.hpp"
 
 namespace {
@@ -19,6 +20,7 @@ namespace {
 constexpr char kUsage[] =
     "usage: iov-scan [--block=SIZE] FILE...\n"
     "  --block=SIZE  zero-detection granularity, 1 byte to 1g (default 4k)\n"
+    "  --help, --version  this text; the program's version and commit\n"
     "Reads regular files only (not devices, FIFOs, sockets or /proc files).\n"
     "Exit status: 0 every file scanned; 1 a file could not be scanned (its error is\n"
     "on stderr, the other files are still reported) or io_uring could not be set up;\n"
@@ -45,6 +47,8 @@ int main(int argc, char** argv) {
     }
     if (opt->first == "help")
       return usage(nullptr);
+    if (opt->first == "version")
+      return iov::tools::print_version("iov-scan"), 0;
     if (opt->first != "block" || !opt->second)
       return usage(("unknown option " + arg).c_str());
     auto block = iov::tools::parse_size(*opt->second);
