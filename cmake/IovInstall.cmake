@@ -84,3 +84,6 @@ install(FILES "${PROJECT_BINARY_DIR}/iov.pc" "${PROJECT_BINARY_DIR}/iov-headers.
 file(GLOB _iov_docs LIST_DIRECTORIES false CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/docs/*")
 install(FILES "${PROJECT_SOURCE_DIR}/README.md" ${_iov_docs} DESTINATION "${CMAKE_INSTALL_DOCDIR}" COMPONENT lib)
 install(DIRECTORY "${PROJECT_SOURCE_DIR}/examples/" DESTINATION "${CMAKE_INSTALL_DOCDIR}/examples" COMPONENT lib)
+# systemd units for iov-nbd's socket activation, with the program they start.
+install(DIRECTORY "${PROJECT_SOURCE_DIR}/docs/systemd/" DESTINATION "${CMAKE_INSTALL_DOCDIR}/examples/systemd"
+  COMPONENT tools)

@@ -2,6 +2,7 @@
 #include "nbd/listener.hpp"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -10,9 +11,13 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstddef>
+#include <cstdlib>
 #include <cstring>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace iov::nbd {
@@ -109,6 +114,76 @@ absl::Status listener::open_tcp(const std::string& address, uint16_t port) {
   if (::listen(fd_, SOMAXCONN) != 0)
     return absl::UnavailableError(absl::StrCat("listen: ", std::strerror(errno)));
   return absl::OkStatus();
+}
+
+absl::Status listener::adopt(int fd) {
+  int type = 0, listening = 0;
+  socklen_t n = sizeof type;
+  if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &n) != 0)
+    return absl::InvalidArgumentError(absl::StrCat("descriptor ", fd, " is not a socket: ", std::strerror(errno)));
+  n = sizeof listening;
+  if (type != SOCK_STREAM || getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &n) != 0 || !listening)
+    return absl::InvalidArgumentError(absl::StrCat("descriptor ", fd, " is not a listening stream socket"));
+  sockaddr_storage sa{};
+  socklen_t len = sizeof sa;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) != 0)
+    return absl::InvalidArgumentError(absl::StrCat("getsockname on descriptor ", fd, ": ", std::strerror(errno)));
+  char text[INET6_ADDRSTRLEN] = "";
+  switch (sa.ss_family) {
+    case AF_UNIX: {
+      const auto* un = reinterpret_cast<const sockaddr_un*>(&sa);
+      const size_t room = len > offsetof(sockaddr_un, sun_path) ? len - offsetof(sockaddr_un, sun_path) : 0;
+      path_.assign(un->sun_path, strnlen(un->sun_path, std::min(room, sizeof un->sun_path)));
+      if (path_.empty())
+        return absl::InvalidArgumentError(
+            absl::StrCat("descriptor ", fd, " is an abstract or unnamed Unix socket: clients need a path"));
+      break;
+    }
+    case AF_INET6: {
+      const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&sa);
+      inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof text);
+      port_ = ntohs(in6->sin6_port);
+      host_ = text;
+      break;
+    }
+    case AF_INET: {
+      const auto* in = reinterpret_cast<const sockaddr_in*>(&sa);
+      inet_ntop(AF_INET, &in->sin_addr, text, sizeof text);
+      port_ = ntohs(in->sin_port);
+      host_ = text;
+      break;
+    }
+    default:
+      return absl::InvalidArgumentError(absl::StrCat("descriptor ", fd, " is neither a Unix nor an IP socket"));
+  }
+  // The accept loop polls: accept4 must not block.
+  const int flags = fcntl(fd, F_GETFL);
+  if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) != 0)
+    return absl::InvalidArgumentError(absl::StrCat("descriptor ", fd, ": ", std::strerror(errno)));
+  fd_ = fd;
+  owns_file_ = false;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> inherited_listen_fd() {
+  constexpr int kFirst = 3;  // SD_LISTEN_FDS_START
+  const char* pid_text = getenv("LISTEN_PID");
+  const char* fds_text = getenv("LISTEN_FDS");
+  long pid = 0;
+  const bool ours = pid_text && absl::SimpleAtoi(pid_text, &pid) && pid == getpid();
+  const std::string fds = fds_text ? fds_text : "";
+  for (const char* name : {"LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"})
+    unsetenv(name);
+  if (!ours)
+    return -1;
+  int count = 0;
+  if (!absl::SimpleAtoi(fds, &count) || count < 1)
+    return absl::InvalidArgumentError(
+        absl::StrCat("socket activation: LISTEN_FDS=", fds, " names no socket (it should be 1)"));
+  if (count != 1)
+    return absl::InvalidArgumentError(absl::StrCat("socket activation: LISTEN_FDS=", count,
+                                                   ": iov-nbd listens on one socket (one ListenStream= in the unit)"));
+  return kFirst;
 }
 
 bool listener::reachable_from_network() const {

@@ -6,6 +6,9 @@
 // TCP listens on 127.0.0.1 unless told another address (IPv4 or IPv6, in
 // numeric form). The backlog is the system's largest, so that a
 // burst of clients waits in the queue instead of being turned away.
+// A socket handed over by a service manager (systemd's socket activation:
+// LISTEN_PID, LISTEN_FDS, the first at descriptor 3) is adopted as it is;
+// its file, if any, belongs to the manager and is never removed here.
 //
 //   listener l;
 //   if (absl::Status st = l.open_unix("/tmp/iov.sock"); !st.ok()) return st;
@@ -18,6 +21,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 namespace iov::nbd {
 
@@ -31,6 +35,8 @@ class listener {
   absl::Status open_unix(const std::string& path);
   // On `address` ("" is 127.0.0.1; "0.0.0.0" or "::" every interface).
   absl::Status open_tcp(const std::string& address, uint16_t port);  // port 0: any free port
+  // Takes over fd, a bound and listening stream socket (Unix, IPv4 or IPv6).
+  absl::Status adopt(int fd);
   int fd() const { return fd_; }
   bool is_unix() const { return !path_.empty(); }
   std::string address() const;  // "unix:PATH", "HOST:PORT" or "[HOST]:PORT"
@@ -54,5 +60,12 @@ class listener {
   dev_t dev_ = 0;
   ino_t ino_ = 0;
 };
+
+// The listening socket a service manager handed over, as sd_listen_fds(1)
+// finds it: -1 when none was (no LISTEN_PID, or another process's), the
+// descriptor when LISTEN_FDS=1, an error for any other count. The variables
+// are removed from the environment, so that a child (--run) does not take
+// them for its own.
+absl::StatusOr<int> inherited_listen_fd();
 
 }  // namespace iov::nbd

@@ -7,7 +7,9 @@
 // --max-connections, --handshake-timeout, --idle-timeout, --request-timeout,
 // --payload-memory, --threads. Prints "listening on ADDRESS" when ready and
 // runs until SIGINT, SIGTERM, SIGHUP or SIGQUIT (SIGUSR1 and SIGUSR2 are
-// ignored), or until CMD ends, removing its socket and pidfile.
+// ignored), or until CMD ends, removing its socket and pidfile. A listening
+// socket handed over by systemd (LISTEN_PID, LISTEN_FDS) is served instead of
+// one of its own (listener.hpp).
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -47,9 +49,11 @@ constexpr char kUsage[] =
     "          (seconds; 0: none) --payload-memory=64m --threads=N (default: one per CPU, at most 8)\n"
     "  --help, --version  this text; the program's version and commit\n"
     "  The disk lives in this process's memory: its contents are gone when the server exits.\n"
+    "  A listening socket handed over by systemd (LISTEN_PID, LISTEN_FDS=1) is served instead.\n"
     "Exit status: 0 stopped by SIGINT, SIGTERM, SIGHUP or SIGQUIT; with --run, CMD's status (128 + the\n"
-    "signal's number when a signal ended it); 1 the server could not start (the address, the TLS\n"
-    "credentials, the pidfile, or CMD's shell); 2 a bad command line or settings the device refuses.\n";
+    "signal's number when a signal ended it); 1 the server could not start (the address or the socket\n"
+    "handed over, the TLS credentials, the pidfile, or CMD's shell); 2 a bad command line or settings the\n"
+    "device refuses.\n";
 
 // A bad command line: the reason and the usage on stderr, status 2.
 int usage(const std::string& msg) {
@@ -127,7 +131,7 @@ int main(int argc, char** argv) {
   iov::nbd::server_limits& lim = opts.limits;
   iov::blkdev_settings settings;
   std::string pidfile_path, run_cmd, tls_psk, tls_certificates;
-  bool named_export = false, described = false;
+  bool named_export = false, described = false, port_given = false;
   for (int a = 1; a < argc; a++) {
     std::string arg = argv[a];
     auto next = [&](std::string* out) {
@@ -147,6 +151,7 @@ int main(int argc, char** argv) {
       if (!next(&value) || !absl::SimpleAtoi(value, &port) || port > 65535)
         return usage("-p needs a port number");
       opts.port = static_cast<uint16_t>(port);
+      port_given = true;
       continue;
     }
     if (arg == "--run") {  // nbdkit's form: the command as the next argument
@@ -180,6 +185,7 @@ int main(int argc, char** argv) {
       if (!absl::SimpleAtoi(value, &port) || port > 65535)
         return usage("--port needs a port number");
       opts.port = static_cast<uint16_t>(port);
+      port_given = true;
     } else if (name == "bind") {
       if (value.empty())
         return usage("--bind needs an address");
@@ -248,6 +254,14 @@ int main(int argc, char** argv) {
     return usage(std::string(dev.status().message()));
   if (!opts.socket_path.empty() && !opts.bind_address.empty())
     return usage("--bind is for TCP: it cannot go with --socket");
+  auto inherited = iov::nbd::inherited_listen_fd();
+  if (!inherited.ok()) {
+    std::fprintf(stderr, "iov-nbd: %s\n", std::string(inherited.status().message()).c_str());
+    return 1;
+  }
+  opts.inherited_fd = *inherited;
+  if (opts.inherited_fd >= 0 && (!opts.socket_path.empty() || port_given || !opts.bind_address.empty()))
+    return usage("a socket handed over by systemd (LISTEN_FDS) cannot go with --socket, --port or --bind");
   if (!tls_psk.empty() && !tls_certificates.empty())
     return usage("--tls-psk and --tls-certificates: one or the other");
   const bool credentials = !tls_psk.empty() || !tls_certificates.empty();

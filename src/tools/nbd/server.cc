@@ -60,8 +60,9 @@ server::~server() {
 absl::Status server::listen() {
   if (dev_.get_capacity() >> (63 - SECTOR_SHIFT))
     return absl::InvalidArgumentError("the device is 2^63 bytes or larger: NBD cannot describe its size");
-  absl::Status st = opts_.socket_path.empty() ? listener_.open_tcp(opts_.bind_address, opts_.port)
-                                              : listener_.open_unix(opts_.socket_path);
+  absl::Status st = opts_.inherited_fd >= 0    ? listener_.adopt(opts_.inherited_fd)
+                    : opts_.socket_path.empty() ? listener_.open_tcp(opts_.bind_address, opts_.port)
+                                                : listener_.open_unix(opts_.socket_path);
   if (!st.ok())
     return st;
   return start();

@@ -33,6 +33,7 @@ struct server_options {
   std::string socket_path;  // a Unix socket; else TCP
   std::string bind_address = "";  // TCP: numeric IPv4 or IPv6; "" is 127.0.0.1
   uint16_t port = 10809;    // 0: any free port
+  int inherited_fd = -1;    // a listening socket handed over (socket activation): used instead of the above
   export_options exp;
   server_limits limits;
   tls_mode tls = tls_mode::off;                     // on or require: tls_credentials set
