@@ -1,8 +1,10 @@
-// iov-nbd on every path: each driver configuration the program offers, over
-// TLS with a PSK, with simple and structured replies, READs and WRITEs of
-// lengths on and around the TLS record (16 KiB) and the device's block, each
+// iov-nbd across drivers, transports and reply kinds: brd and memory-backed
+// null_blk (plain, --cache_size, --blocksize=4096), over a Unix socket in
+// plain text and with TLS (PSK), with simple, structured and extended
+// replies, READs and WRITEs of lengths on and around the TLS record (16 KiB) and the device's block, each
 // checked byte for byte against what was written. One server per driver
-// configuration, shared by its cases.
+// configuration and transport, shared by its cases. And the qemu-io
+// reproduction of issue 27 against the program, where qemu-io is installed.
 //
 // The lengths: 512 and 4 KiB (a sector, a page), 16 KiB - 512, 16 KiB and
 // 16 KiB + 4 KiB (one TLS record's plaintext and a block either side of it:
@@ -10,6 +12,8 @@
 // its device for a part of a block), 64 KiB and 1 MiB.
 //
 //   build/release/tests/nbd_matrix_test --gtest_filter='*null_blk_4k*'
+#include <signal.h>
+
 #include <random>
 #include <string>
 #include <tuple>
@@ -32,14 +36,21 @@ const driver_config kDrivers[] = {
     {"null_blk_4k", "null_blk", {{"blocksize", "4096"}}},
 };
 
-// One server per driver configuration with a PSK made by psktool, shared
-// by every case of that configuration.
+enum class transport { unix_socket, tls_psk };
+
+// One server per driver configuration and transport (TLS: a PSK made by
+// psktool), shared by every case of that pair.
 class tls_servers {
  public:
-  local_server* get(const driver_config& d) {
+  local_server* get(const driver_config& d, transport t) {
+    const std::string key = std::string(d.name) + (t == transport::tls_psk ? "/tls" : "");
     for (auto& [name, s] : servers_)
-      if (name == d.name)
+      if (name == key)
         return s.get();
+    if (t == transport::unix_socket) {
+      servers_.emplace_back(key, std::make_unique<local_server>(d, kDiskSize));
+      return servers_.back().second.get();
+    }
     if (which("psktool").empty() || run({"psktool", "-u", "alice", "-p", dir_.path("keys.psk")}).status != 0)
       return nullptr;
     auto creds = iov::nbd::tls_credentials::load_psk(dir_.path("keys.psk"));
@@ -50,7 +61,7 @@ class tls_servers {
     tls.mode = iov::nbd::tls_mode::require;
     tls.credentials = std::move(*creds);
     tls.client.psk_file = dir_.path("keys.psk");
-    servers_.emplace_back(d.name, std::make_unique<local_server>(d, kDiskSize, iov::nbd::server_limits{}, tls));
+    servers_.emplace_back(key, std::make_unique<local_server>(d, kDiskSize, iov::nbd::server_limits{}, tls));
     return servers_.back().second.get();
   }
 
@@ -65,11 +76,11 @@ tls_servers& servers() {
 }
 
 using headers = local_server::headers;
-using matrix_case = std::tuple<driver_config, headers>;
+using matrix_case = std::tuple<driver_config, transport, headers>;
 
 std::string case_name(const testing::TestParamInfo<matrix_case>& i) {
-  const headers h = std::get<1>(i.param);
-  return std::string(std::get<0>(i.param).name) + "_tls_psk_" +
+  const headers h = std::get<2>(i.param);
+  return std::string(std::get<0>(i.param).name) + (std::get<1>(i.param) == transport::tls_psk ? "_tls_psk_" : "_unix_") +
          (h == headers::simple ? "simple" : h == headers::structured ? "structured" : "extended");
 }
 
@@ -78,14 +89,14 @@ class NbdMatrix : public testing::TestWithParam<matrix_case> {};
 // Each length WRITTEN at a block-aligned offset unique to it, then READ
 // back whole, and each READ's bytes compared with the WRITE's.
 TEST_P(NbdMatrix, ReadsBackWhatWasWritten) {
-  const auto& [drv, h] = GetParam();
-  if (which("psktool").empty())
+  const auto& [drv, t, h] = GetParam();
+  if (t == transport::tls_psk && which("psktool").empty())
     GTEST_SKIP() << "psktool is not installed";
-  local_server* s = servers().get(drv);
+  local_server* s = servers().get(drv, t);
   ASSERT_TRUE(s);
   auto c = s->open(h);
   ASSERT_TRUE(c);
-  ASSERT_TRUE(c->tls());
+  ASSERT_EQ(c->tls(), t == transport::tls_psk);
   std::mt19937_64 rng(static_cast<uint64_t>(h) * 131 + std::hash<std::string>{}(drv.name));
   uint64_t offset = static_cast<uint64_t>(h) * 2 * MiB;  // each reply kind its own region of the disk
   for (uint64_t len : kLengths) {
@@ -104,10 +115,29 @@ TEST_P(NbdMatrix, ReadsBackWhatWasWritten) {
   EXPECT_TRUE(c->disc());
 }
 
-INSTANTIATE_TEST_SUITE_P(Tls, NbdMatrix,
+INSTANTIATE_TEST_SUITE_P(Paths, NbdMatrix,
                          testing::Combine(testing::ValuesIn(kDrivers),
-                                          testing::Values(headers::simple, headers::structured)),
+                                          testing::Values(transport::unix_socket, transport::tls_psk),
+                                          testing::Values(headers::simple, headers::structured, headers::extended)),
                          case_name);
+
+// Issue 27's reproduction: qemu-io writes 64 KiB to a null_blk export over
+// TLS and reads it back, checking the pattern.
+TEST(NbdMatrixQemu, QemuIoReadsBackANullBlkExportOverTls) {
+  REQUIRE_PROGRAM();
+  REQUIRE_TOOL("qemu-io");
+  REQUIRE_TOOL("psktool");
+  temp_dir dir;
+  ASSERT_EQ(run({"psktool", "-u", "alice", "-p", dir.path("keys.psk")}).status, 0);
+  auto srv = start(dir, {"--driver=null_blk", "--size=64m", "--tls=require", "--tls-psk=" + dir.path("keys.psk")});
+  auto r = run({"qemu-io", "--object", "tls-creds-psk,id=tls0,endpoint=client,dir=" + dir.dir() + ",username=alice",
+                "--image-opts", "driver=nbd,path=" + dir.path("sock") + ",tls-creds=tls0", "-c",
+                "write -P 0xab 0 64k", "-c", "read -P 0xab 0 64k"});
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("read 65536/65536 bytes"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("Pattern verification failed"), std::string::npos) << r.output;
+  EXPECT_EQ(srv->signal_and_wait(SIGTERM), 0) << srv->output();
+}
 
 }  // namespace
 }  // namespace iov_test::nbd
