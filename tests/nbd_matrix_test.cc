@@ -1,6 +1,6 @@
 // iov-nbd across drivers, transports and reply kinds: brd and memory-backed
-// null_blk (plain, --cache_size, --blocksize=4096), over a Unix socket in
-// plain text and with TLS (PSK), with simple, structured and extended
+// null_blk (plain, --cache_size, --blocksize=4096), over a Unix socket and
+// TCP in plain text and a Unix socket with TLS (PSK), with simple, structured and extended
 // replies, READs and WRITEs of lengths on and around the TLS record (16 KiB) and the device's block, each
 // checked byte for byte against what was written. One server per driver
 // configuration and transport, shared by its cases. And the qemu-io
@@ -36,19 +36,21 @@ const driver_config kDrivers[] = {
     {"null_blk_4k", "null_blk", {{"blocksize", "4096"}}},
 };
 
-enum class transport { unix_socket, tls_psk };
+enum class transport { unix_socket, tcp, tls_psk };
 
 // One server per driver configuration and transport (TLS: a PSK made by
 // psktool), shared by every case of that pair.
 class tls_servers {
  public:
   local_server* get(const driver_config& d, transport t) {
-    const std::string key = std::string(d.name) + (t == transport::tls_psk ? "/tls" : "");
+    const std::string key = std::string(d.name) + "/" + std::to_string(static_cast<int>(t));
     for (auto& [name, s] : servers_)
       if (name == key)
         return s.get();
-    if (t == transport::unix_socket) {
-      servers_.emplace_back(key, std::make_unique<local_server>(d, kDiskSize));
+    if (t != transport::tls_psk) {
+      server_transport plain;
+      plain.tcp = t == transport::tcp;
+      servers_.emplace_back(key, std::make_unique<local_server>(d, kDiskSize, iov::nbd::server_limits{}, plain));
       return servers_.back().second.get();
     }
     if (which("psktool").empty() || run({"psktool", "-u", "alice", "-p", dir_.path("keys.psk")}).status != 0)
@@ -57,7 +59,7 @@ class tls_servers {
     EXPECT_TRUE(creds.ok()) << creds.status();
     if (!creds.ok())
       return nullptr;
-    server_tls tls;
+    server_transport tls;
     tls.mode = iov::nbd::tls_mode::require;
     tls.credentials = std::move(*creds);
     tls.client.psk_file = dir_.path("keys.psk");
@@ -80,7 +82,9 @@ using matrix_case = std::tuple<driver_config, transport, headers>;
 
 std::string case_name(const testing::TestParamInfo<matrix_case>& i) {
   const headers h = std::get<2>(i.param);
-  return std::string(std::get<0>(i.param).name) + (std::get<1>(i.param) == transport::tls_psk ? "_tls_psk_" : "_unix_") +
+  const transport t = std::get<1>(i.param);
+  return std::string(std::get<0>(i.param).name) +
+         (t == transport::tls_psk ? "_tls_psk_" : t == transport::tcp ? "_tcp_" : "_unix_") +
          (h == headers::simple ? "simple" : h == headers::structured ? "structured" : "extended");
 }
 
@@ -117,7 +121,7 @@ TEST_P(NbdMatrix, ReadsBackWhatWasWritten) {
 
 INSTANTIATE_TEST_SUITE_P(Paths, NbdMatrix,
                          testing::Combine(testing::ValuesIn(kDrivers),
-                                          testing::Values(transport::unix_socket, transport::tls_psk),
+                                          testing::Values(transport::unix_socket, transport::tcp, transport::tls_psk),
                                           testing::Values(headers::simple, headers::structured, headers::extended)),
                          case_name);
 
