@@ -114,18 +114,24 @@ std::unique_ptr<client> client::connect_tcp(uint16_t port) {
 }
 
 bool client::send_bytes(const void* buf, size_t n) {
+  if (tls_)
+    return tls_send(buf, n);
   const char* p = static_cast<const char*>(buf);
   auto io = [&](size_t done, size_t left) { return ::send(fd_, p + done, left, MSG_NOSIGNAL | MSG_DONTWAIT); };
   return transfer(fd_, POLLOUT, timeout_ms_, n, io, "send", &last_error_);
 }
 
 bool client::recv_exact(void* buf, size_t n) {
+  if (tls_)
+    return tls_recv(buf, n);
   char* p = static_cast<char*>(buf);
   auto io = [&](size_t done, size_t left) { return ::recv(fd_, p + done, left, MSG_DONTWAIT); };
   return transfer(fd_, POLLIN, timeout_ms_, n, io, "recv", &last_error_);
 }
 
 bool client::wait_closed() {
+  if (tls_)
+    return tls_wait_closed();
   const auto deadline = clock_type::now() + std::chrono::milliseconds(timeout_ms_);
   char scratch[4096];
   for (;;) {

@@ -116,6 +116,21 @@ struct reply {
   std::vector<piece> pieces;
 };
 
+// A TLS session over a client's socket (nbd_client_tls.cc).
+struct tls_link;
+struct tls_link_deleter {
+  void operator()(tls_link* t) const;
+};
+
+// What starttls() presents: a PSK file in psktool's format (its first
+// identity), or X.509: the CA that must have signed the server's
+// certificate, and the client's own certificate and key when given.
+struct tls_settings {
+  std::string psk_file;
+  std::string ca_file, cert_file, key_file;
+  bool enabled() const { return !psk_file.empty() || !ca_file.empty(); }
+};
+
 class client {
  public:
   static constexpr int kDefaultTimeoutMs = 20000;
@@ -131,6 +146,11 @@ class client {
   int fd() const { return fd_; }
   void set_timeout_ms(int ms) { timeout_ms_ = ms; }
   const std::string& last_error() const { return last_error_; }
+
+  // NBD_OPT_STARTTLS and its ACK, then the TLS handshake: every byte after
+  // it goes through the session. False, with last_error(), on any failure.
+  bool starttls(const tls_settings& settings);
+  bool tls() const { return tls_ != nullptr; }
 
   // Raw bytes, each bounded by the timeout. recv_exact fails on EOF too.
   bool send_bytes(const void* p, size_t n);
@@ -191,6 +211,9 @@ class client {
   reply request(uint16_t type, uint16_t flags, uint64_t offset, uint64_t length, const bytes& payload = {});
   reply read_simple(uint64_t cookie, uint16_t type, uint64_t length);
   reply read_structured(uint64_t cookie, uint16_t type, uint64_t offset, uint64_t length);
+  bool tls_send(const void* p, size_t n);
+  bool tls_recv(void* p, size_t n);
+  bool tls_wait_closed();
 
   int fd_;
   int timeout_ms_ = kDefaultTimeoutMs;
@@ -200,6 +223,7 @@ class client {
   bool extended_ = false;
   uint64_t next_cookie_ = 1;
   std::string last_error_;
+  std::unique_ptr<tls_link, tls_link_deleter> tls_;
 };
 
 }  // namespace iov_test::nbd

@@ -112,13 +112,25 @@ struct driver_config {
 inline void PrintTo(const driver_config& c, std::ostream* os) { *os << c.name; }
 inline std::string driver_config_name(const testing::TestParamInfo<driver_config>& i) { return i.param.name; }
 
+// A local_server's transport: a Unix socket, or TCP on 127.0.0.1 (a free
+// port); TLS's mode and credentials, and what its clients from open()
+// present after STARTTLS (nothing: plain clients).
+struct server_transport {
+  bool tcp = false;
+  iov::nbd::tls_mode mode = iov::nbd::tls_mode::off;
+  std::shared_ptr<const iov::nbd::tls_credentials> credentials;
+  tls_settings client;
+};
+
 // The server on a Unix socket, run() on its own thread, exporting "iov".
 class local_server {
  public:
   // null_blk is made memory-backed unless the settings say otherwise, since
   // nearly every test reads back what it wrote.
   explicit local_server(const std::string& driver = "brd", iov::blkdev_settings settings = {},
-                        uint64_t size = 4 * MiB, const iov::nbd::server_limits& limits = {}) {
+                        uint64_t size = 4 * MiB, const iov::nbd::server_limits& limits = {},
+                        const server_transport& tls = {})
+      : tls_(tls) {
     settings.emplace_back("size", std::to_string(size));
     const bool named = std::any_of(settings.begin(), settings.end(),
                                    [](const auto& kv) { return kv.first == "memory_backed"; });
@@ -129,13 +141,23 @@ class local_server {
     dev_ = std::move(*dev);
     socket_ = dir_.path("sock");
     server_ = std::make_unique<iov::nbd::server>(
-        *dev_, iov::nbd::server_options{.socket_path = socket_, .exp = {.name = "iov"}, .limits = limits});
+        *dev_, iov::nbd::server_options{.socket_path = tls.tcp ? "" : socket_,
+                                        .port = 0,
+                                        .exp = {.name = "iov"},
+                                        .limits = limits,
+                                        .tls = tls.mode,
+                                        .credentials = tls.credentials});
     absl::Status st = server_->listen();
     EXPECT_TRUE(st.ok()) << st;
+    if (tls.tcp) {
+      const std::string a = server_->address();  // 127.0.0.1:PORT
+      port_ = static_cast<uint16_t>(std::stoul(a.substr(a.rfind(':') + 1)));
+    }
     thread_ = std::thread([this] { server_->run(); });
   }
-  explicit local_server(const driver_config& c, uint64_t size = 4 * MiB, const iov::nbd::server_limits& limits = {})
-      : local_server(c.driver, c.settings, size, limits) {}
+  explicit local_server(const driver_config& c, uint64_t size = 4 * MiB, const iov::nbd::server_limits& limits = {},
+                        const server_transport& tls = {})
+      : local_server(c.driver, c.settings, size, limits, tls) {}
   ~local_server() { stop(); }
   local_server(const local_server&) = delete;
   local_server& operator=(const local_server&) = delete;
@@ -159,8 +181,8 @@ class local_server {
   iov::blkdev& device() { return *dev_; }
 
   std::unique_ptr<client> connect() {
-    auto c = client::connect_unix(socket_);
-    EXPECT_TRUE(c) << "cannot connect to " << socket_;
+    auto c = tls_.tcp ? client::connect_tcp(port_) : client::connect_unix(socket_);
+    EXPECT_TRUE(c) << "cannot connect to " << (tls_.tcp ? server_->address() : socket_);
     return c;
   }
 
@@ -176,6 +198,8 @@ class local_server {
     auto c = connect();
     if (!c || !c->greet())
       return ADD_FAILURE() << "handshake: " << (c ? c->last_error() : "no connection"), nullptr;
+    if (tls_.client.enabled() && !c->starttls(tls_.client))
+      return ADD_FAILURE() << "STARTTLS: " << c->last_error(), nullptr;
     if (h == headers::structured && !c->opt_structured_reply())
       return ADD_FAILURE() << "STRUCTURED_REPLY: " << c->last_error(), nullptr;
     if (h == headers::extended && c->opt_extended_headers() != REP_ACK)
@@ -194,6 +218,8 @@ class local_server {
   }
 
  private:
+  server_transport tls_;
+  uint16_t port_ = 0;
   temp_dir dir_;
   std::string socket_;
   std::unique_ptr<iov::blkdev> dev_;

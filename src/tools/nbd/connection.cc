@@ -343,38 +343,44 @@ void connection::consume_output(size_t n) {
   }
 }
 
-// The iovecs of the device's bytes [pos, pos + len), appended to vec: lent
-// (lease_) or from the window, read now if it does not hold pos. False on a
-// device error. Stops early when vec is full or the window ends. The READ
-// was whole logical blocks, so its end is one; pos may be anywhere in it.
-bool connection::gather_device(uint64_t pos, uint64_t len, ::iovec* vec, unsigned max, unsigned* n,
-                               size_t* bytes) {
+// The iovecs of device bytes from pos on, appended to vec: lent (lease_) or
+// from the window, read now if it does not hold pos. False on a device
+// error. The device is only ever asked for whole logical blocks: the READ
+// was whole blocks, so seg_end (its segment's end) is a block boundary, and
+// the range asked for runs from the block holding pos to seg_end, or to the
+// block boundary past pos + want, or to a window's end, whichever is first.
+// What it gives may be more than want; the transport takes what it can.
+bool connection::gather_device(uint64_t pos, uint64_t seg_end, uint64_t want, ::iovec* vec, unsigned max,
+                               unsigned* n, size_t* bytes) {
   const uint64_t lbs = ctx_.dev.limits().logical_block_size;
   const uint64_t start = pos / lbs * lbs;
   if (ctx_.lends) {
-    len = std::min<uint64_t>(len, uint64_t{max - *n} * PAGE_SIZE);  // no more pieces than vec can take
-    const uint64_t end = (pos + len + lbs - 1) / lbs * lbs;
+    // No more pages than vec has room for, and no further than want asks.
+    const uint64_t room = uint64_t{max - *n} * PAGE_SIZE;
+    const uint64_t end =
+        std::min({seg_end, (pos + std::min(want, room) + lbs - 1) / lbs * lbs, (pos + room) / lbs * lbs});
+    if (end <= start)
+      return true;  // vec is full: the rest goes in the next call
     const size_t from = lease_.pieces().size();
     if (ctx_.dev.lend_pages(start >> SECTOR_SHIFT, (end - start) >> SECTOR_SHIFT, &lease_) != 0)
       return false;
     uint64_t skip = pos - start;
-    for (size_t k = from; k < lease_.pieces().size() && *n < max && len; k++) {
+    for (size_t k = from; k < lease_.pieces().size() && *n < max; k++) {
       ::iovec v = lease_.pieces()[k];
       if (skip >= v.iov_len) {
         skip -= v.iov_len;
         continue;
       }
       v.iov_base = static_cast<char*>(v.iov_base) + skip;
-      v.iov_len = std::min<uint64_t>(v.iov_len - skip, len);
+      v.iov_len -= skip;
       skip = 0;
       vec[(*n)++] = v;
       *bytes += v.iov_len;
-      len -= v.iov_len;
     }
     return true;
   }
   if (pos < window_offset_ || pos >= window_offset_ + window_length_) {
-    const uint64_t end = std::min<uint64_t>(pos + len, start + kReadWindow);
+    const uint64_t end = std::min<uint64_t>(seg_end, start + kReadWindow);  // kReadWindow: whole blocks
     iov_iter it;
     iov_iter_ubuf(&it, ITER_DEST, window_.get(), end - start);
     blk_request br{.op = REQ_OP_READ, .sector = start >> SECTOR_SHIFT, .iter = &it};
@@ -385,22 +391,23 @@ bool connection::gather_device(uint64_t pos, uint64_t len, ::iovec* vec, unsigne
     window_length_ = end - start;
   }
   const size_t at = pos - window_offset_;
-  vec[(*n)++] = {window_.get() + at, std::min<uint64_t>(len, window_length_ - at)};
+  vec[(*n)++] = {window_.get() + at, std::min<uint64_t>(seg_end - pos, window_length_ - at)};
   *bytes += vec[*n - 1].iov_len;
   return true;
 }
 
-// The iovecs of the queue's first bytes, at most `limit` of them: the
-// bytes segments, and device data lent or read into the window (one
-// window's worth at most). False on a device error (logged; nothing held).
-bool connection::gather_output(::iovec* vec, unsigned* n, size_t* bytes, uint64_t limit) {
+// The iovecs of the queue's first bytes, want of them or more (whole device
+// blocks past it): the bytes segments, and device data lent or read into
+// the window (one window's worth at most). False on a device error
+// (logged; nothing held).
+bool connection::gather_output(::iovec* vec, unsigned* n, size_t* bytes, uint64_t want) {
   *n = 0;
   *bytes = 0;
   size_t at = out_head_;
   bool window_used = false;
-  for (unsigned k = 0; k < seg_count_ && *n < kMaxIovecs && *bytes < limit; k++) {
+  for (unsigned k = 0; k < seg_count_ && *n < kMaxIovecs && *bytes < want; k++) {
     const segment& s = segs_[(seg_first_ + k) % kMaxSegments];
-    const uint64_t skip = k == 0 ? seg_sent_ : 0, len = std::min<uint64_t>(s.length - skip, limit - *bytes);
+    const uint64_t skip = k == 0 ? seg_sent_ : 0, len = s.length - skip;
     if (!s.device) {
       vec[(*n)++] = {out_.data() + at, len};
       *bytes += len;
@@ -408,16 +415,16 @@ bool connection::gather_output(::iovec* vec, unsigned* n, size_t* bytes, uint64_
       continue;
     }
     if (!ctx_.lends && window_used)
-      break;  // one window per sendmsg
+      break;  // one window per call
     window_used = true;
     const size_t before = *bytes;
-    if (!gather_device(s.offset + skip, len, vec, kMaxIovecs, n, bytes)) {
+    if (!gather_device(s.offset + skip, s.offset + s.length, want - *bytes, vec, kMaxIovecs, n, bytes)) {
       lease_.release();
       log_event(event::io_error, "a device error while sending READ data: connection closed");
       return false;
     }
     if (*bytes - before < len)
-      break;  // the rest of this segment goes in the next sendmsg
+      break;  // the rest of this segment goes in the next call
   }
   return true;
 }
@@ -469,15 +476,17 @@ connection::io connection::tls_flush() {
       size_t bytes;
       if (!gather_output(vec, &n, &bytes, tls_session::kMaxRecord))
         return io::error;
+      // The record takes the first kMaxRecord bytes; the rest is gathered again.
       size_t at = 0;
-      for (unsigned k = 0; k < n; k++) {
-        std::memcpy(tls_out_.get() + at, vec[k].iov_base, vec[k].iov_len);
-        at += vec[k].iov_len;
+      for (unsigned k = 0; k < n && at < tls_session::kMaxRecord; k++) {
+        const size_t take = std::min(vec[k].iov_len, tls_session::kMaxRecord - at);
+        std::memcpy(tls_out_.get() + at, vec[k].iov_base, take);
+        at += take;
       }
       lease_.release();
-      consume_output(bytes);
+      consume_output(at);
       tls_out_head_ = 0;
-      tls_out_len_ = bytes;
+      tls_out_len_ = at;
     }
     size_t sent = 0;
     switch (tls_->send(tls_out_.get() + tls_out_head_, tls_out_len_, &sent)) {

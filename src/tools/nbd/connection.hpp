@@ -121,8 +121,9 @@ class connection {
   void queue_bytes(const void* p, size_t n);
   void queue_device(uint64_t offset, uint64_t length);
   void consume_output(size_t n);
-  bool gather_output(::iovec* vec, unsigned* n, size_t* bytes, uint64_t limit);
-  bool gather_device(uint64_t pos, uint64_t len, ::iovec* vec, unsigned max, unsigned* n, size_t* bytes);
+  bool gather_output(::iovec* vec, unsigned* n, size_t* bytes, uint64_t want);
+  bool gather_device(uint64_t pos, uint64_t seg_end, uint64_t want, ::iovec* vec, unsigned max, unsigned* n,
+                     size_t* bytes);
 
   // Handshake (handshake.cc).
   step on_client_flags();

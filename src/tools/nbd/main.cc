@@ -42,7 +42,7 @@ constexpr char kUsage[] =
     "usage: iov-nbd [--driver=brd|null_blk] [--size=64m] [driver settings]\n"
     "               [--socket=PATH | -U PATH | --port=N | -p N] [--bind=ADDRESS] [--read-only | -r]\n"
     "               [--export-name=NAME] [--description=TEXT] [--pidfile=FILE] [--run 'CMD'] [limits]\n"
-    "               [--tls=off|on|require --tls-psk=FILE | --tls-certificates=DIR]\n"
+    "               [--tls=off|on|require --tls-psk=FILE | --tls-certificates=DIR [--tls-verify-peer]]\n"
     "  driver settings: --blocksize=512 --memory_backed=0|1 --cache_size=MB --zoned --zone_size=MB\n"
     "                   --zone_nr_conv=N --detect_zeroes=off|on|unmap\n"
     "  limits: --max-connections=256 --handshake-timeout=10 --idle-timeout=0 --request-timeout=30\n"
@@ -131,7 +131,7 @@ int main(int argc, char** argv) {
   iov::nbd::server_limits& lim = opts.limits;
   iov::blkdev_settings settings;
   std::string pidfile_path, run_cmd, tls_psk, tls_certificates;
-  bool named_export = false, described = false, port_given = false;
+  bool named_export = false, described = false, port_given = false, verify_peer = false;
   for (int a = 1; a < argc; a++) {
     std::string arg = argv[a];
     auto next = [&](std::string* out) {
@@ -216,6 +216,10 @@ int main(int argc, char** argv) {
       if (value.empty())
         return usage("--run needs a command");
       run_cmd = value;
+    } else if (name == "tls-verify-peer") {
+      if (opt->second)
+        return usage("--tls-verify-peer takes no value");
+      verify_peer = true;
     } else if (name == "read-only") {
       opts.exp.read_only = true;
     } else if (name == "max-connections") {
@@ -269,8 +273,10 @@ int main(int argc, char** argv) {
     return usage("--tls=on and --tls=require need --tls-psk=FILE or --tls-certificates=DIR");
   if (opts.tls == iov::nbd::tls_mode::off && credentials)
     return usage("--tls-psk and --tls-certificates need --tls=on or --tls=require");
+  if (verify_peer && tls_certificates.empty())
+    return usage("--tls-verify-peer checks X.509 client certificates: it needs --tls-certificates=DIR");
   if (credentials) {
-    auto creds = tls_psk.empty() ? iov::nbd::tls_credentials::load_x509(tls_certificates)
+    auto creds = tls_psk.empty() ? iov::nbd::tls_credentials::load_x509(tls_certificates, verify_peer)
                                  : iov::nbd::tls_credentials::load_psk(tls_psk);
     if (!creds.ok()) {
       std::fprintf(stderr, "iov-nbd: %s\n", std::string(creds.status().message()).c_str());
@@ -296,10 +302,18 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "iov-nbd: %s\n", std::string(st.message()).c_str());
     return 1;
   }
+  // Encryption alone lets in whoever connects: only a PSK or a checked
+  // client certificate keeps a client out.
   if (server.where().reachable_from_network() && opts.tls != iov::nbd::tls_mode::require)
     std::fprintf(stderr,
                  "iov-nbd: warning: the export is reachable from the network on %s without --tls=require: "
                  "anyone who can reach it can read and write the disk\n",
+                 server.address().c_str());
+  else if (server.where().reachable_from_network() && !opts.credentials->authenticates_clients())
+    std::fprintf(stderr,
+                 "iov-nbd: warning: the export is reachable from the network on %s and clients are not "
+                 "authenticated (X.509 without --tls-verify-peer): anyone who can reach it can read and write "
+                 "the disk\n",
                  server.address().c_str());
   pidfile pid;
   if (!pidfile_path.empty() && !pid.write(pidfile_path)) {

@@ -42,6 +42,7 @@ bool readable(const std::string& path) { return access(path.c_str(), R_OK) == 0;
 struct tls_credentials::impl {
   gnutls_psk_server_credentials_t psk = nullptr;
   gnutls_certificate_credentials_t x509 = nullptr;
+  bool verify_peer = false;
 };
 
 struct tls_session::impl {
@@ -88,14 +89,21 @@ absl::StatusOr<std::unique_ptr<tls_credentials>> tls_credentials::load_psk(const
   return c;
 }
 
-absl::StatusOr<std::unique_ptr<tls_credentials>> tls_credentials::load_x509(const std::string& dir) {
+absl::StatusOr<std::unique_ptr<tls_credentials>> tls_credentials::load_x509(const std::string& dir,
+                                                                            bool verify_peer) {
   global_init();
-  const std::string cert = dir + "/server-cert.pem", key = dir + "/server-key.pem", ca = dir + "/ca-cert.pem";
+  const std::string cert = dir + "/server-cert.pem", key = dir + "/server-key.pem", ca = dir + "/ca-cert.pem",
+                    crl = dir + "/ca-crl.pem";
   if (!readable(cert) || !readable(key))
     return absl::InvalidArgumentError(
         absl::StrCat("--tls-certificates=", dir, ": needs server-cert.pem and server-key.pem"));
+  if (verify_peer && !readable(ca))
+    return absl::InvalidArgumentError(
+        absl::StrCat("--tls-verify-peer: ", dir, "/ca-cert.pem, the CA clients' certificates are checked against, "
+                     "cannot be read"));
   std::unique_ptr<tls_credentials> c(new tls_credentials);
   c->impl_ = std::make_unique<impl>();
+  c->impl_->verify_peer = verify_peer;
   if (gnutls_certificate_allocate_credentials(&c->impl_->x509) != 0)
     return absl::ResourceExhaustedError("out of memory for TLS credentials");
   if (int err = gnutls_certificate_set_x509_key_file(c->impl_->x509, cert.c_str(), key.c_str(),
@@ -104,8 +112,14 @@ absl::StatusOr<std::unique_ptr<tls_credentials>> tls_credentials::load_x509(cons
     return absl::InvalidArgumentError(absl::StrCat("--tls-certificates=", dir, ": ", gnutls_strerror(err)));
   if (readable(ca) && gnutls_certificate_set_x509_trust_file(c->impl_->x509, ca.c_str(), GNUTLS_X509_FMT_PEM) < 0)
     return absl::InvalidArgumentError(absl::StrCat("--tls-certificates=", dir, ": bad ca-cert.pem"));
+  if (verify_peer && readable(crl))
+    if (int err = gnutls_certificate_set_x509_crl_file(c->impl_->x509, crl.c_str(), GNUTLS_X509_FMT_PEM); err < 0)
+      return absl::InvalidArgumentError(
+          absl::StrCat("--tls-certificates=", dir, ": bad ca-crl.pem: ", gnutls_strerror(err)));
   return c;
 }
+
+bool tls_credentials::authenticates_clients() const { return impl_->psk || impl_->verify_peer; }
 
 std::unique_ptr<tls_session> tls_credentials::start(int fd) const {
   auto i = std::make_unique<tls_session::impl>();
@@ -120,6 +134,12 @@ std::unique_ptr<tls_session> tls_credentials::start(int fd) const {
     err = gnutls_set_default_priority(i->s);
     if (!err)
       err = gnutls_credentials_set(i->s, GNUTLS_CRD_CERTIFICATE, impl_->x509);
+    if (!err && impl_->verify_peer) {
+      // A client without a certificate fails the handshake; one with a
+      // certificate the CA did not sign (or revoked) fails its check.
+      gnutls_certificate_server_set_request(i->s, GNUTLS_CERT_REQUIRE);
+      gnutls_session_set_verify_cert(i->s, nullptr, 0);
+    }
   }
   if (err)
     return nullptr;
@@ -144,6 +164,20 @@ tls_io tls_session::result(ssize_t r, size_t* n) {
   if (r == GNUTLS_E_PREMATURE_TERMINATION)
     return tls_io::eof;
   why_ = gnutls_strerror(static_cast<int>(r));
+  if (r == GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR) {
+    // Which check the client's certificate failed: "not signed by a known
+    // authority", "revoked", ...
+    gnutls_datum_t text{};
+    if (gnutls_certificate_verification_status_print(gnutls_session_get_verify_cert_status(impl_->s),
+                                                     GNUTLS_CRT_X509, &text, 0) == 0) {
+      why_ = absl::StrCat("the client's certificate: ", reinterpret_cast<const char*>(text.data));
+      gnutls_free(text.data);
+    }
+  } else if (r == GNUTLS_E_NO_CERTIFICATE_FOUND || r == GNUTLS_E_CERTIFICATE_REQUIRED) {
+    // A client only offers a certificate of a CA the server names: one
+    // holding a self-signed or another CA's certificate sends none.
+    why_ = "the client sent no certificate of ca-cert.pem's CA, and --tls-verify-peer requires one";
+  }
   return tls_io::error;
 }
 

@@ -1,6 +1,8 @@
 // tls.hpp: iov-nbd's TLS, with GnuTLS: the server's credentials (a PSK file
 // in psktool's format, or an X.509 directory as nbdkit and qemu read it:
-// ca-cert.pem, server-cert.pem, server-key.pem) and one connection's
+// ca-cert.pem, server-cert.pem, server-key.pem; with verify_peer, the
+// client's certificate asked for and checked against ca-cert.pem and
+// ca-crl.pem, as nbdkit's --tls-verify-peer) and one connection's
 // session over its non-blocking socket. Every call returns at once: `again`
 // says the socket would block, and wants_write() then says in which
 // direction the session waits (the event loop's EPOLLOUT).
@@ -29,13 +31,17 @@ class tls_session;
 class tls_credentials {
  public:
   static absl::StatusOr<std::unique_ptr<tls_credentials>> load_psk(const std::string& file);
-  static absl::StatusOr<std::unique_ptr<tls_credentials>> load_x509(const std::string& dir);
+  static absl::StatusOr<std::unique_ptr<tls_credentials>> load_x509(const std::string& dir,
+                                                                      bool verify_peer = false);
   ~tls_credentials();
   tls_credentials(const tls_credentials&) = delete;
   tls_credentials& operator=(const tls_credentials&) = delete;
 
   // A server session on fd (which stays the caller's), or null without memory.
   std::unique_ptr<tls_session> start(int fd) const;
+  // Only clients holding a secret complete the handshake: a PSK, or an
+  // X.509 certificate the CA signed (verify_peer).
+  bool authenticates_clients() const;
 
  private:
   tls_credentials() = default;
@@ -60,7 +66,7 @@ class tls_session {
   size_t pending() const;
   // The last `again` waited to write (else to read).
   bool wants_write() const;
-  const char* why() const { return why_; }
+  const char* why() const { return why_.c_str(); }
   // The largest plaintext one send() takes at once.
   static constexpr size_t kMaxRecord = 16384;
 
@@ -70,7 +76,7 @@ class tls_session {
   explicit tls_session(std::unique_ptr<impl> i);
   tls_io result(ssize_t r, size_t* n);
   std::unique_ptr<impl> impl_;
-  const char* why_ = "";
+  std::string why_;
 };
 
 }  // namespace iov::nbd
