@@ -62,12 +62,8 @@ struct operations_over {
   static size_t crc32c_and_copy_from_iter(void* addr, size_t bytes, uint32_t* crc, iov_iter* i) {
     return internal::crc32c_and_copy_from_iter<W>(addr, bytes, crc, i);
   }
-  static bool iov_iter_is_zero(const iov_iter* i, size_t bytes) {
-    return internal::iov_iter_is_zero<W>(i, bytes);
-  }
-  static size_t iov_iter_skip_zeroes(iov_iter* i, size_t bytes) {
-    return internal::iov_iter_skip_zeroes<W>(i, bytes);
-  }
+  static bool iov_iter_is_zero(const iov_iter* i, size_t bytes) { return internal::iov_iter_is_zero<W>(i, bytes); }
+  static size_t iov_iter_skip_zeroes(iov_iter* i, size_t bytes) { return internal::iov_iter_skip_zeroes<W>(i, bytes); }
 };
 
 using outofline = operations_over<outofline_walk>;
