@@ -6,7 +6,7 @@
 //
 //   fuzz::input in(data, size);
 //   fuzz::layout L;
-//   L.build(in);                       // UBUF, IOVEC, KVEC, BVEC, XARRAY or DISCARD
+//   L.build(in);                       // any type: UBUF, IOVEC, KVEC, BVEC, BVECQ, FOLIOQ, XARRAY, DISCARD
 //   size_t n = L.reach(len);           // what a copy of len bytes must process
 //   L.check("copy_to_iter");           // count, position and every byte vs the model
 //

@@ -2,7 +2,8 @@
 // crc32c_init, crc32c_update_zeroes and crc32c_final, the updates of every
 // level but avx512 (whose kernel crc32c_update() calls directly), the portable
 // level, the GF(2) zero extension behind crc32c_extend_zeroes() (and so
-// crc32c_combine()) and the choice of level.
+// crc32c_combine()), the choice of level, and the compiled-once walks of the
+// iterator forms (outofline_walk).
 // The folding kernels are in crc32c_fold_x86.cc; the arithmetic they share in
 // internal/crc32c_gf2.hpp.
 //
@@ -14,6 +15,7 @@
 #include "iov/crc32c.hpp"
 #include "iov/internal/crc32c_gf2.hpp"
 #include "iov/internal/crc32c_simd.hpp"
+#include "outofline_walk.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -179,6 +181,10 @@ size_t crc32c_copy_from_iter_walk_avx512(void* to, size_t bytes, crc32c_state* s
   return inline_walk::run<crc32c_copy_from_iter_steps>(i, bytes, to, st);
 }
 #endif
+
+template size_t outofline_walk::run<crc32c_steps>(iov_iter*, size_t, void*, void*);
+template size_t outofline_walk::run<crc32c_copy_to_iter_steps>(iov_iter*, size_t, void*, void*);
+template size_t outofline_walk::run<crc32c_copy_from_iter_steps>(iov_iter*, size_t, void*, void*);
 
 }  // namespace internal
 

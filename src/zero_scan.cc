@@ -1,6 +1,7 @@
 // zero_scan.cc: the kernels behind memchr_inv() and mem_is_zero() — portable,
-// AVX2 and AVX-512, chosen once at run time — and the out-of-line iterator
-// forms of the zero scan (zero_scan.hpp).
+// AVX2 and AVX-512, chosen once at run time — and the compiled-once walks of
+// the iterator forms iov_iter_is_zero() and iov_iter_skip_zeroes()
+// (outofline_walk; zero_scan.hpp).
 //
 //   iov::mem_is_zero(buf, len);                        // dispatched kernel
 //   iov::internal::zero_scan_select(iov::internal::simd_level::avx2);   // tests
@@ -15,6 +16,8 @@
 #include <cstring>
 
 #include "iov/internal/zero_scan_simd.hpp"
+#include "iov/zero_scan.hpp"
+#include "outofline_walk.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -304,5 +307,8 @@ constinit std::atomic<mem_is_zero_fn> mem_is_zero_impl{mem_is_zero_resolve};
 
 bool zero_scan_select(simd_level l) { return dispatch.select(l); }
 simd_level zero_scan_level() { return dispatch.level(); }
+
+template size_t outofline_walk::run<is_zero_steps>(iov_iter*, size_t, void*, void*);
+template size_t outofline_walk::run<skip_zeroes_steps>(iov_iter*, size_t, void*, void*);
 
 }  // namespace iov::internal

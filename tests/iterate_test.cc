@@ -482,41 +482,76 @@ TEST(Iterate, SuccessiveWalksResumeWhereTheLastStopped) {
 
 }  // namespace
 
-// Each pair of steps an operation runs through generic_iterate() registers
-// itself at start-up (internal/walk.hpp), whether or not it has run yet; a
-// pair the library does not know is not registered, and still walks.
+// generic_iterate() calls a caller's own steps through their pointers, once
+// per piece, and advances as the inline walk does.
 namespace {
+struct count {
+  size_t bytes = 0, calls = 0;
+};
 size_t count_step(void*, size_t, size_t len, void* priv, void*) {
-  *static_cast<size_t*>(priv) += len;
+  auto* c = static_cast<count*>(priv);
+  c->bytes += len;
+  c->calls++;
   return 0;
 }
+
+// The sample walk of internal/walk.hpp's Walk concept: any policy with run<Steps>.
+struct counted_walk {
+  static inline size_t calls = 0;
+  template <class Steps>
+  static size_t run(iov::iov_iter* i, size_t len, void* priv, void* priv2) {
+    calls++;
+    return iov::internal::inline_walk::run<Steps>(i, len, priv, priv2);
+  }
+};
+static_assert(iov::internal::Walk<counted_walk>);
 }  // namespace
 
-TEST(GenericIterate, KnowsTheLibrarysStepsAndWalksOthersThroughPointers) {
-  using namespace iov::internal;
-  EXPECT_TRUE(generic_iterate_knows(copy_to_iter_steps::ustep, copy_to_iter_steps::step));
-  EXPECT_TRUE(generic_iterate_knows(copy_from_iter_steps::ustep, copy_from_iter_steps::step));
-  EXPECT_TRUE(generic_iterate_knows(zero_steps::ustep, zero_steps::step));
-  EXPECT_TRUE(generic_iterate_knows(crc32c_steps::ustep, crc32c_steps::step));
-  EXPECT_TRUE(generic_iterate_knows(is_zero_steps::ustep, is_zero_steps::step));
-  EXPECT_TRUE(generic_iterate_knows(copy_nocache_steps::ustep, copy_nocache_steps::step));
-  // A pair mixing two known steps is a different pair.
-  EXPECT_FALSE(generic_iterate_knows(copy_to_iter_steps::ustep, copy_from_iter_steps::step));
-  EXPECT_FALSE(generic_iterate_knows(count_step, count_step));
-
+TEST(GenericIterate, WalksAStepsPairThroughItsPointers) {
   std::vector<char> buf(10000);
   iov::kvec kv[] = {{buf.data(), 6000}, {buf.data() + 6000, 4000}};
   iov::iov_iter it;
   iov::iov_iter_kvec(&it, iov::ITER_SOURCE, kv, 2, 10000);
-  size_t seen = 0;
-  EXPECT_EQ(iov::generic_iterate(&it, 9000, &seen, nullptr, count_step, count_step), 9000u);
-  EXPECT_EQ(seen, 9000u);
+  count c;
+  EXPECT_EQ(iov::generic_iterate(&it, 9000, &c, nullptr, count_step, count_step), 9000u);
+  EXPECT_EQ(c.bytes, 9000u);
+  EXPECT_EQ(c.calls, 2u);
   EXPECT_EQ(it.count, 1000u);
-  // Registering is idempotent and keeps the walk the library registered.
-  EXPECT_TRUE(generic_iterate_register(copy_to_iter_steps::ustep, copy_to_iter_steps::step,
-                                       &copy_to_iter_steps::walk));
-  // The out-of-line form of an operation runs through the table.
-  std::vector<char> dst(10000);
-  iov::iov_iter_kvec(&it, iov::ITER_SOURCE, kv, 2, 10000);
-  EXPECT_EQ(iov::internal::outofline::copy_from_iter(dst.data(), 10000, &it), 10000u);
+  EXPECT_EQ(it.iov_offset, 3000u);
+}
+
+// Every walk runs an operation's one body to the same result: the bytes of
+// the flat model and the same advance, on every iterator kind with memory.
+template <iov::internal::Walk W>
+void check_copy_over(const Layout& l, size_t n) {
+  iov::iov_iter it = l.iter(iov::ITER_SOURCE);
+  std::vector<unsigned char> dst(n + 1, 0xEE);
+  size_t want = std::min(n, l.reachable());
+  ASSERT_EQ(iov::internal::copy_from_iter<W>(dst.data(), n, &it), want);
+  std::vector<unsigned char> flat = l.gather();
+  EXPECT_TRUE(std::equal(dst.begin(), dst.begin() + want, flat.begin()));
+  EXPECT_EQ(dst[want], 0xEE);
+  EXPECT_EQ(it.count, l.total() - want);
+}
+
+TEST(Walks, EveryWalkCopiesAsTheFlatModel) {
+  std::mt19937_64 rng(32);
+  for (Kind k : iov_test::kAllKinds) {
+    if (k == Kind::discard)
+      continue;
+    for (int round = 0; round < 8; round++) {
+      auto l = Layout::random(k, rng);
+      l->fill(round);
+      for (size_t n : {size_t{0}, size_t{1}, l->total() / 2, l->total(), l->total() + 5}) {
+        SCOPED_TRACE(testing::Message() << iov_test::kind_name(k) << " round=" << round << " n=" << n);
+        check_copy_over<iov::internal::inline_walk>(*l, n);
+        check_copy_over<iov::internal::ubuf_first_walk>(*l, n);
+        check_copy_over<iov::internal::outofline_walk>(*l, n);
+        check_copy_over<iov::internal::pointer_walk>(*l, n);
+        size_t before = counted_walk::calls;
+        check_copy_over<counted_walk>(*l, n);
+        EXPECT_EQ(counted_walk::calls, before + 1);
+      }
+    }
+  }
 }

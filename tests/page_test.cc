@@ -4,6 +4,9 @@
 //
 //   ctest -R page_test
 //   ./page_test --gtest_filter='Highmem*'
+#include <sys/uio.h>
+#include <unistd.h>
+
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -249,6 +252,24 @@ TEST(Segments, KvecHasIovecLayout) {
   static_assert(sizeof(iov::kvec) == sizeof(::iovec));
   static_assert(offsetof(iov::kvec, iov_base) == offsetof(::iovec, iov_base));
   static_assert(offsetof(iov::kvec, iov_len) == offsetof(::iovec, iov_len));
+  // And at run time: a kvec array's bytes, read as iovecs, name the same
+  // buffers, and writev() through them gathers what they hold.
+  char a[] = "kvec ", b[] = "as iovec";
+  iov::kvec kv[2] = {{a, 5}, {b, 8}};
+  ::iovec as_iov[2];
+  std::memcpy(as_iov, kv, sizeof kv);
+  for (int k = 0; k < 2; k++) {
+    EXPECT_EQ(as_iov[k].iov_base, kv[k].iov_base);
+    EXPECT_EQ(as_iov[k].iov_len, kv[k].iov_len);
+  }
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  EXPECT_EQ(::writev(fds[1], as_iov, 2), 13);
+  char got[14] = {};
+  EXPECT_EQ(::read(fds[0], got, 13), 13);
+  EXPECT_STREQ(got, "kvec as iovec");
+  ::close(fds[0]);
+  ::close(fds[1]);
 }
 
 }  // namespace

@@ -63,38 +63,38 @@ inline size_t zero_to_iter(void* iter_to, size_t, size_t len, void*, void*) {
 }
 
 // The pairs, and each operation's one body; the public functions below run
-// it with the inline walk, internal/outofline.hpp with generic_iterate().
+// it with the inline walk, internal/outofline.hpp with the others.
 using copy_to_iter_steps = steps<copy_to_user_iter, memcpy_to_iter>;
 using copy_from_iter_steps = steps<copy_from_user_iter, memcpy_from_iter>;
 using zero_steps = steps<zero_to_user_iter, zero_to_iter>;
 
-template <class Walk>
+template <Walk W>
 IOV_ALWAYS_INLINE size_t copy_to_iter(const void* addr, size_t bytes, iov_iter* i) {
   if (IOV_UNLIKELY(i->data_source))
     return 0;
-  return Walk::template run<copy_to_iter_steps>(i, bytes, const_cast<void*>(addr), nullptr);
+  return W::template run<copy_to_iter_steps>(i, bytes, const_cast<void*>(addr), nullptr);
 }
 
-template <class Walk>
+template <Walk W>
 IOV_ALWAYS_INLINE size_t copy_from_iter(void* addr, size_t bytes, iov_iter* i) {
   if (IOV_UNLIKELY(!i->data_source))
     return 0;
-  return Walk::template run<copy_from_iter_steps>(i, bytes, addr, nullptr);
+  return W::template run<copy_from_iter_steps>(i, bytes, addr, nullptr);
 }
 
 // All or nothing: on a short copy the iterator is reverted and false returned.
-template <class Walk>
+template <Walk W>
 inline bool copy_to_iter_full(const void* addr, size_t bytes, iov_iter* i) {
-  size_t copied = copy_to_iter<Walk>(addr, bytes, i);
+  size_t copied = copy_to_iter<W>(addr, bytes, i);
   if (IOV_LIKELY(copied == bytes))
     return true;
   iov_iter_revert(i, copied);
   return false;
 }
 
-template <class Walk>
+template <Walk W>
 inline bool copy_from_iter_full(void* addr, size_t bytes, iov_iter* i) {
-  size_t copied = copy_from_iter<Walk>(addr, bytes, i);
+  size_t copied = copy_from_iter<W>(addr, bytes, i);
   if (IOV_LIKELY(copied == bytes))
     return true;
   iov_iter_revert(i, copied);
@@ -126,24 +126,24 @@ inline size_t copy_page_pieces(page* pg, size_t offset, size_t bytes, CopyPiece&
   return res;
 }
 
-template <class Walk>
+template <Walk W>
 inline size_t copy_page_to_iter(page* pg, size_t offset, size_t bytes, iov_iter* i) {
   if (IOV_UNLIKELY(i->data_source))
     return 0;
-  return copy_page_pieces(pg, offset, bytes, [i](char* from, size_t n) { return copy_to_iter<Walk>(from, n, i); });
+  return copy_page_pieces(pg, offset, bytes, [i](char* from, size_t n) { return copy_to_iter<W>(from, n, i); });
 }
 
-template <class Walk>
+template <Walk W>
 inline size_t copy_page_from_iter(page* pg, size_t offset, size_t bytes, iov_iter* i) {
   if (IOV_UNLIKELY(!i->data_source))
     return 0;
-  return copy_page_pieces(pg, offset, bytes, [i](char* to, size_t n) { return copy_from_iter<Walk>(to, n, i); });
+  return copy_page_pieces(pg, offset, bytes, [i](char* to, size_t n) { return copy_from_iter<W>(to, n, i); });
 }
 
 // Zero-fills the next bytes of the iterator (no direction check, as the kernel's).
-template <class Walk>
+template <Walk W>
 IOV_ALWAYS_INLINE size_t iov_iter_zero(size_t bytes, iov_iter* i) {
-  return Walk::template run<zero_steps>(i, bytes, nullptr, nullptr);
+  return W::template run<zero_steps>(i, bytes, nullptr, nullptr);
 }
 }  // namespace internal
 
@@ -222,12 +222,12 @@ inline size_t copy_to_user_iter_nofault(void* iter_to, size_t progress, size_t l
 
 using copy_to_iter_nofault_steps = steps<copy_to_user_iter_nofault, memcpy_to_iter>;
 
-template <class Walk>
+template <Walk W>
 inline size_t copy_page_to_iter_nofault(page* pg, unsigned offset, size_t bytes, iov_iter* i) {
   if (IOV_UNLIKELY(i->data_source))
     return 0;
   return copy_page_pieces(pg, offset, bytes, [i](char* from, size_t n) {
-    return Walk::template run<copy_to_iter_nofault_steps>(i, n, from, nullptr);
+    return W::template run<copy_to_iter_nofault_steps>(i, n, from, nullptr);
   });
 }
 }  // namespace internal

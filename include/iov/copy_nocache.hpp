@@ -47,18 +47,18 @@ using copy_nocache_steps = steps<copy_from_user_iter_nocache, memcpy_from_iter_n
 // The batch may still hold pieces when the walk returns: an XARRAY walk's
 // pages are only safe inside an RCU read-side section, so for those the
 // section spans the copy too.
-template <class Walk>
+template <Walk W>
 inline size_t copy_from_iter_nocache(void* addr, size_t bytes, iov_iter* i) {
   if (IOV_UNLIKELY(!i->data_source))
     return 0;
   memcpy_nt_batch batch;
   if (IOV_UNLIKELY(iov_iter_is_xarray(i))) {
     rcu_read_guard rcu;
-    size_t n = Walk::template run<copy_nocache_steps>(i, bytes, addr, &batch);
+    size_t n = W::template run<copy_nocache_steps>(i, bytes, addr, &batch);
     batch.finish();
     return n;
   }
-  size_t n = Walk::template run<copy_nocache_steps>(i, bytes, addr, &batch);
+  size_t n = W::template run<copy_nocache_steps>(i, bytes, addr, &batch);
   batch.finish();
   return n;
 }
@@ -71,9 +71,9 @@ inline size_t copy_from_iter_nocache(void* addr, size_t bytes, iov_iter* i) {
 // --- copy_from_iter_full_nocache() and copy_from_iter_flushcache() (uio.h) ---------
 
 namespace internal {
-template <class Walk>
+template <Walk W>
 inline bool copy_from_iter_full_nocache(void* addr, size_t bytes, iov_iter* i) {
-  size_t copied = copy_from_iter_nocache<Walk>(addr, bytes, i);
+  size_t copied = copy_from_iter_nocache<W>(addr, bytes, i);
   if (IOV_LIKELY(copied == bytes))
     return true;
   iov_iter_revert(i, copied);

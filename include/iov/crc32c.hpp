@@ -216,48 +216,48 @@ using crc32c_copy_from_iter_steps = steps<crc32c_copy_from_user_iter_step, crc32
 // inline walk of a state at the avx512 level is one call that keeps the
 // window in registers between pieces (crc32c_walk_avx512() and its fused
 // forms, src/crc32c_fold_x86.cc): the same walk and steps, compiled for it.
-template <class Walk>
+template <Walk W>
 IOV_ALWAYS_INLINE bool crc32c_walk_in_registers(const crc32c_state& st) {
-  return std::is_same_v<Walk, inline_walk> && st.level == kCrc32cAvx512;
+  return std::is_same_v<W, inline_walk> && st.level == kCrc32cAvx512;
 }
 
-template <class Walk>
+template <Walk W>
 inline size_t crc32c_iter(iov_iter* i, size_t bytes, uint32_t* crc) {
   if (IOV_UNLIKELY(iov_iter_is_discard(i)))
     return 0;
   crc32c_state st;
   crc32c_init(&st, *crc);
-  size_t n = crc32c_walk_in_registers<Walk>(st)
+  size_t n = crc32c_walk_in_registers<W>(st)
                  ? crc32c_walk_avx512(i, bytes, &st)
-                 : Walk::template run<crc32c_steps>(i, bytes, &st, nullptr);
+                 : W::template run<crc32c_steps>(i, bytes, &st, nullptr);
   *crc = crc32c_final(&st);
   return n;
 }
 
-template <class Walk>
+template <Walk W>
 inline size_t crc32c_and_copy_to_iter(const void* addr, size_t bytes, uint32_t* crc, iov_iter* i) {
   if (IOV_UNLIKELY(i->data_source))
     return 0;
   crc32c_state st;
   crc32c_init(&st, *crc);
-  size_t n = crc32c_walk_in_registers<Walk>(st)
+  size_t n = crc32c_walk_in_registers<W>(st)
                  ? crc32c_copy_to_iter_walk_avx512(addr, bytes, &st, i)
-                 : Walk::template run<crc32c_copy_to_iter_steps>(i, bytes, const_cast<void*>(addr), &st);
+                 : W::template run<crc32c_copy_to_iter_steps>(i, bytes, const_cast<void*>(addr), &st);
   if (IOV_UNLIKELY(iov_iter_is_discard(i)))
     crc32c_update(&st, addr, n);
   *crc = crc32c_final(&st);
   return n;
 }
 
-template <class Walk>
+template <Walk W>
 inline size_t crc32c_and_copy_from_iter(void* addr, size_t bytes, uint32_t* crc, iov_iter* i) {
   if (IOV_UNLIKELY(!i->data_source))
     return 0;
   crc32c_state st;
   crc32c_init(&st, *crc);
-  size_t n = crc32c_walk_in_registers<Walk>(st)
+  size_t n = crc32c_walk_in_registers<W>(st)
                  ? crc32c_copy_from_iter_walk_avx512(addr, bytes, &st, i)
-                 : Walk::template run<crc32c_copy_from_iter_steps>(i, bytes, addr, &st);
+                 : W::template run<crc32c_copy_from_iter_steps>(i, bytes, addr, &st);
   *crc = crc32c_final(&st);
   return n;
 }

@@ -12,7 +12,7 @@
 // one shape, then iterate_and_advance2(), whose comment states the contract
 // once. The templates inline their steps (a lambda becomes straight-line code
 // in the loop); generic_iterate() is the same walk compiled once in src/ and
-// called through function pointers. How operations choose between the two is
+// calling its steps through their pointers. How operations choose a walk is
 // in internal/walk.hpp.
 #pragma once
 
@@ -358,8 +358,8 @@ IOV_ALWAYS_INLINE size_t iterate_and_advance_kernel(iov_iter* iter, size_t len, 
 }
 
 // The same walk as iterate_and_advance2, compiled once in src/generic_iterate.cc
-// and never inlined into callers: steps are called through the pointers
-// (except the library's own, internal/walk.hpp).
+// and never inlined into callers: the steps are called through their pointers,
+// once per piece.
 size_t generic_iterate(iov_iter* iter, size_t len, void* priv, void* priv2, iov_ustep_f ustep, iov_step_f step);
 
 }  // namespace iov

@@ -68,7 +68,7 @@ IOV_ALWAYS_INLINE void copy_iter_fields(iov_iter* to, const iov_iter* i) {
 using is_zero_steps = steps<is_zero_step, is_zero_step>;
 using skip_zeroes_steps = steps<skip_zeroes_step, skip_zeroes_step>;
 
-template <class Walk>
+template <Walk W>
 inline bool iov_iter_is_zero(const iov_iter* i, size_t bytes) {
   if (bytes == 0)
     return true;
@@ -76,14 +76,14 @@ inline bool iov_iter_is_zero(const iov_iter* i, size_t bytes) {
     return false;
   iov_iter scan;
   copy_iter_fields(&scan, i);
-  return Walk::template run<is_zero_steps>(&scan, bytes, nullptr, nullptr) == bytes;
+  return W::template run<is_zero_steps>(&scan, bytes, nullptr, nullptr) == bytes;
 }
 
-template <class Walk>
+template <Walk W>
 inline size_t iov_iter_skip_zeroes(iov_iter* i, size_t bytes) {
   if (IOV_UNLIKELY(iov_iter_is_discard(i)))
     return 0;
-  return Walk::template run<skip_zeroes_steps>(i, bytes, nullptr, nullptr);
+  return W::template run<skip_zeroes_steps>(i, bytes, nullptr, nullptr);
 }
 }  // namespace internal
 

@@ -1,34 +1,33 @@
-// walk.hpp: how each operation is written once and run inline or out of line.
+// walk.hpp: how each operation is written once and run over any walk.
 //
 // An operation (copy.hpp, crc32c.hpp, zero_scan.hpp, ...) names its pair of
 // steps and writes its body once, as a template over the walk that drives
-// them:
+// them; the public function passes the walk it wants:
 //
 //   using copy_to_iter_steps = steps<copy_to_user_iter, memcpy_to_iter>;
-//   template <class Walk>
+//   template <Walk W>
 //   size_t copy_to_iter(const void* addr, size_t bytes, iov_iter* i) {
 //     if (i->data_source) return 0;
-//     return Walk::template run<copy_to_iter_steps>(i, bytes, const_cast<void*>(addr), nullptr);
+//     return W::template run<copy_to_iter_steps>(i, bytes, const_cast<void*>(addr), nullptr);
 //   }
 //
-// The public function passes the inline walk it wants; internal/outofline.hpp
-// passes generic_walk. The walks:
-//   inline_walk      iterate_and_advance2() with the steps inlined
-//   ubuf_first_walk  UBUF inlined at the call site and the other types in
-//                    one out-of-line instance per pair of steps, so that the
+// A walk is a policy (the Walk concept below); the library's:
+//   inline_walk      iterate_and_advance2() with the steps inlined at the call
+//   ubuf_first_walk  UBUF inlined at the call site, the other types in one
+//                    out-of-line instance per pair of steps, so that the
 //                    common single-buffer case is a bare memcpy (the kernel
 //                    splits copy_to_iter() from _copy_to_iter() for this)
-//   generic_walk     generic_iterate(), the walk compiled once in src/ and
-//                    called through function pointers
-// A pair of steps used through generic_walk registers itself with
-// generic_iterate() at start-up, with its own inlined walk; generic_iterate()
-// runs that walk when it is handed the pair, comparing pointers once per call
-// rather than calling through them once per piece (the kernel's
-// INDIRECT_CALL_*() idea: an indirect call per piece costs a mispredicted
-// return under retpolines). Steps it does not know still go through their
-// pointers.
+//   outofline_walk   the inline walk compiled once: one explicit
+//                    instantiation per pair of steps, in the src/ file named
+//                    after the operation's header (src/copy.cc for copy.hpp),
+//                    reached by a direct call
+//   pointer_walk     generic_iterate(): the walk compiled once for every pair,
+//                    calling the steps through their pointers once per piece
+//                    (the kernel's experiment of un-inlining iterate_and_advance)
+// The out-of-line forms of every operation are in internal/outofline.hpp.
 #pragma once
 
+#include <concepts>
 #include <cstddef>
 
 #include "iov/config.hpp"
@@ -36,6 +35,39 @@
 #include "iov/iterate.hpp"
 
 namespace iov::internal {
+
+// A pair of steps: ustep for the user-backed types, step for the rest (the
+// contract of iterate_and_advance2()).
+template <iov_ustep_f UStep, iov_step_f Step>
+struct steps {
+  static constexpr iov_ustep_f ustep = UStep;
+  static constexpr iov_step_f step = Step;
+};
+
+// A walk W drives a pair of steps over the next `len` bytes of an iterator,
+// with iterate_and_advance2()'s contract: the iterator advances past the bytes
+// processed, and W::run returns how many. priv and priv2 go to every step.
+// A sample, a walk that counts its calls and then walks inline:
+//
+//   struct counted_walk {
+//     static inline size_t calls = 0;
+//     template <class Steps>
+//     static size_t run(iov_iter* i, size_t len, void* priv, void* priv2) {
+//       calls++;
+//       return inline_walk::run<Steps>(i, len, priv, priv2);
+//     }
+//   };
+//   static_assert(Walk<counted_walk>);
+//   size_t n = iov::internal::copy_from_iter<counted_walk>(dst, len, &it);
+//
+// The check runs W::run on a sample pair, walk_probe_steps (never called).
+size_t walk_probe_step(void* iter_base, size_t progress, size_t len, void* priv, void* priv2);
+using walk_probe_steps = steps<walk_probe_step, walk_probe_step>;
+
+template <class W>
+concept Walk = requires(iov_iter* i, size_t len, void* priv, void* priv2) {
+  { W::template run<walk_probe_steps>(i, len, priv, priv2) } -> std::same_as<size_t>;
+};
 
 // A step function as an inlinable callable.
 template <auto F>
@@ -65,38 +97,22 @@ struct ubuf_first_walk {
   }
 };
 
-// A pair of steps: ustep for the user-backed types, step for the rest (the
-// contract of iterate_and_advance2()). walk() is the pair's inlined walk, the
-// one generic_iterate() runs once the pair is registered.
-template <iov_ustep_f UStep, iov_step_f Step>
-struct steps {
-  static constexpr iov_ustep_f ustep = UStep;
-  static constexpr iov_step_f step = Step;
-  static size_t walk(iov_iter* i, size_t len, void* priv, void* priv2) {
-    return inline_walk::run<steps>(i, len, priv, priv2);
-  }
+// run<Steps> is declared here and defined only where it is instantiated
+// (IOV_OUTOFLINE_WALK in src/outofline_walk.hpp), so a caller can neither
+// inline it nor instantiate its own copy: a pair nobody instantiated fails
+// to link.
+struct outofline_walk {
+  template <class Steps>
+  static size_t run(iov_iter* i, size_t len, void* priv, void* priv2);
 };
 
-// generic_iterate()'s table of known pairs (src/generic_iterate.cc). Adding
-// a pair already there changes nothing; false when the table is full (the
-// pair then keeps going through its pointers).
-using known_walk_f = size_t (*)(iov_iter* i, size_t len, void* priv, void* priv2);
-bool generic_iterate_register(iov_ustep_f ustep, iov_step_f step, known_walk_f walk) noexcept;
-// Whether generic_iterate() runs this pair as an inlined walk.
-bool generic_iterate_knows(iov_ustep_f ustep, iov_step_f step) noexcept;
-
-template <class Steps>
-struct registration {
-  // Initialized at start-up in every program that instantiates it.
-  static inline const bool registered = generic_iterate_register(Steps::ustep, Steps::step, &Steps::walk);
-};
-
-struct generic_walk {
+struct pointer_walk {
   template <class Steps>
   static size_t run(iov_iter* i, size_t len, void* priv, void* priv2) {
-    static_cast<void>(&registration<Steps>::registered);  // instantiates the registration
     return generic_iterate(i, len, priv, priv2, Steps::ustep, Steps::step);
   }
 };
+
+static_assert(Walk<inline_walk> && Walk<ubuf_first_walk> && Walk<outofline_walk> && Walk<pointer_walk>);
 
 }  // namespace iov::internal
