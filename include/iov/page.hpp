@@ -100,6 +100,13 @@ bool get_page_unless_zero(page* p) noexcept;
 page* compound_head(const page* p) noexcept;
 unsigned compound_order(const page* p) noexcept;
 
+// Fills the nullptr entries of page_array[0, nr_pages) with single pages and
+// returns how many entries hold a page, stopping at the first failure (the
+// kernel's, 6.14 on; the pages are the caller's, each to be freed).
+unsigned long alloc_pages_bulk(gfp_t gfp, unsigned long nr_pages, page** page_array) noexcept;
+// put_page() of each of nr pages (the kernel's; nullptr entries skipped).
+void release_pages(page** pages, int nr) noexcept;
+
 inline page* nth_page(page* p, size_t n) { return p + n; }
 // A void_ptr (void_ptr.hpp) as the mappings in highmem.hpp: what C callers
 // assign to a char* or offset by bytes without a cast.
