@@ -36,6 +36,11 @@ using iov_iter_extraction_t = unsigned int;
 // The caller can take peer-to-peer DMA pages: there are none in user space,
 // so it changes nothing here.
 inline constexpr iov_iter_extraction_t ITER_ALLOW_P2PDMA = 0x01;
+// uio.h's on-stack iovec count before import_iovec() allocates (also a macro
+// of <linux/uio.h>, which then stands for it).
+#ifndef UIO_FASTIOV
+inline constexpr unsigned UIO_FASTIOV = 8;
+#endif
 
 namespace internal {
 // The kernel's want_pages_array(): how many entries to fill, allocating the

@@ -108,6 +108,24 @@ unsigned long alloc_pages_bulk(gfp_t gfp, unsigned long nr_pages, page** page_ar
 void release_pages(page** pages, int nr) noexcept;
 
 inline page* nth_page(page* p, size_t n) { return p + n; }
+
+// PAGE_ALIGN: up to the next page boundary (the kernel's macro, for numbers).
+template <std::integral T>
+inline constexpr T PAGE_ALIGN(T addr) {
+  return static_cast<T>((addr + static_cast<T>(PAGE_SIZE - 1)) & ~static_cast<T>(PAGE_SIZE - 1));
+}
+
+// A frame's number is its address over PAGE_SIZE: frames are memory here.
+inline unsigned long page_to_pfn(const page* p) { return reinterpret_cast<uintptr_t>(p) >> PAGE_SHIFT; }
+inline page* pfn_to_page(unsigned long pfn) { return reinterpret_cast<page*>(uintptr_t{pfn} << PAGE_SHIFT); }
+// There is no highmem in user space.
+inline bool PageHighMem(const page*) { return false; }
+
+// What iov_iter_extract_pages() would have pinned: nothing is pinned in user
+// space (iov_iter_extract_will_pin() is false), so these release nothing;
+// they exist so that the kernel's unpin branch compiles.
+inline void unpin_user_page(page*) {}
+inline void unpin_user_pages(page**, unsigned long) {}
 // A void_ptr (void_ptr.hpp) as the mappings in highmem.hpp: what C callers
 // assign to a char* or offset by bytes without a cast.
 inline void_ptr page_address(const page* p) { return void_ptr(const_cast<page*>(p)); }
