@@ -265,6 +265,20 @@ TEST(BvecqApi, PastTheEndAndZeroSlotChains) {
   iov::bvecq_put(a);
 }
 
+// max_slots 0 is the kernel's WARN, then no limit on the slots.
+TEST(BvecqApi, ExtractWithNoSlotLimit) {
+  iov::bvecq* buf = iov::bvecq_alloc_buffer(5 * PAGE_SIZE, iov::GFP_KERNEL);
+  iov::bvecq_pos pos = {iov::bvecq_get(buf), 0, 0};
+  iov::bvecq* to = nullptr;
+  EXPECT_EQ(iov::bvecq_extract(&pos, 5 * PAGE_SIZE, 0, &to), static_cast<ssize_t>(5 * PAGE_SIZE));
+  ASSERT_NE(to, nullptr);
+  EXPECT_EQ(to->nr_slots, 5u);
+  EXPECT_EQ(chain_flat(to), chain_flat(buf));
+  iov::bvecq_put(to);
+  iov::bvecq_pos_unset(&pos);
+  iov::bvecq_put(buf);
+}
+
 TEST(BvecqApi, ShortenKeepsNoEmptySlotAndFreesTheRest) {
   size_t before = frames_in_use();
   for (size_t keep : {size_t{0}, size_t{100}, 3 * PAGE_SIZE, 3 * PAGE_SIZE + 100, 40 * PAGE_SIZE}) {
