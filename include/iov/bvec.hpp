@@ -60,6 +60,13 @@ inline void_ptr bvec_virt(const bio_vec* bvec) { return page_address(bvec->bv_pa
 inline void_ptr bvec_kmap_local(const bio_vec* bvec) {
   return kmap_local_page(bvec->bv_page) + bvec->bv_offset;
 }
+// bvec_kmap_partial (the v5 netfs series): maps the page that holds the byte
+// at `offset` into the bvec, pointing at that byte; the caller keeps within
+// the bvec. Unmap with kunmap_local().
+inline void_ptr bvec_kmap_partial(const bio_vec* bvec, size_t offset) {
+  offset += bvec->bv_offset;
+  return kmap_local_page(bvec->bv_page + (offset >> PAGE_SHIFT)) + (offset & ~PAGE_MASK);
+}
 // The kernel's take char*; void* accepts what C callers pass.
 inline void memcpy_from_bvec(void* to, const bio_vec* bvec) {
   std::memcpy(to, bvec_virt(bvec), bvec->bv_len);
@@ -74,11 +81,19 @@ using sector_t = uint64_t;
 // A position in an array of bio_vecs that the array itself does not record:
 // the block layer's cursor over a bio (bio->bi_iter), kept apart from the
 // bvecs so that a bio can be split and cloned by copying it.
+//
+// Linux 7.3 renamed bi_bvec_done to bi_offset (commit b539aeacf8cc); both
+// name the one field here, so that code ported from either side compiles,
+// designated initialisers included. The union's members have the same type,
+// and GCC and Clang define reading the one not last written.
 struct bvec_iter {
-  sector_t bi_sector;         // device address in 512-byte sectors
-  unsigned int bi_size;       // residual I/O count
-  unsigned int bi_idx;        // current index into the bvec array
-  unsigned int bi_bvec_done;  // bytes completed in the current bvec
+  sector_t bi_sector;    // device address in 512-byte sectors
+  unsigned int bi_size;  // residual I/O count
+  unsigned int bi_idx;   // current index into the bvec array
+  union {
+    unsigned int bi_offset;     // bytes completed in the current bvec (7.3)
+    unsigned int bi_bvec_done;  // its name before 7.3
+  };
 } __attribute__((packed, aligned(4)));
 
 // The kernel's macros, as functions of (bvec array, iterator). The mp_ forms
@@ -87,11 +102,11 @@ struct bvec_iter {
 inline const bio_vec* __bvec_iter_bvec(const bio_vec* bvec, bvec_iter iter) { return &bvec[iter.bi_idx]; }
 inline page* mp_bvec_iter_page(const bio_vec* bvec, bvec_iter iter) { return __bvec_iter_bvec(bvec, iter)->bv_page; }
 inline unsigned mp_bvec_iter_len(const bio_vec* bvec, bvec_iter iter) {
-  unsigned rest = __bvec_iter_bvec(bvec, iter)->bv_len - iter.bi_bvec_done;
+  unsigned rest = __bvec_iter_bvec(bvec, iter)->bv_len - iter.bi_offset;
   return iter.bi_size < rest ? iter.bi_size : rest;
 }
 inline unsigned mp_bvec_iter_offset(const bio_vec* bvec, bvec_iter iter) {
-  return __bvec_iter_bvec(bvec, iter)->bv_offset + iter.bi_bvec_done;
+  return __bvec_iter_bvec(bvec, iter)->bv_offset + iter.bi_offset;
 }
 inline unsigned mp_bvec_iter_page_idx(const bio_vec* bvec, bvec_iter iter) {
   return mp_bvec_iter_offset(bvec, iter) / PAGE_SIZE;
@@ -123,24 +138,24 @@ inline bool bvec_iter_advance(const bio_vec* bv, bvec_iter* iter, unsigned bytes
     return false;
   }
   iter->bi_size -= bytes;
-  bytes += iter->bi_bvec_done;
+  bytes += iter->bi_offset;
   while (bytes && bytes >= bv[idx].bv_len) {
     bytes -= bv[idx].bv_len;
     idx++;
   }
   iter->bi_idx = idx;
-  iter->bi_bvec_done = bytes;
+  iter->bi_offset = bytes;
   return true;
 }
 
 // bytes must not run past the current bvec.
 inline void bvec_iter_advance_single(const bio_vec* bv, bvec_iter* iter, unsigned bytes) {
-  unsigned done = iter->bi_bvec_done + bytes;
+  unsigned done = iter->bi_offset + bytes;
   if (done == bv[iter->bi_idx].bv_len) {
     done = 0;
     iter->bi_idx++;
   }
-  iter->bi_bvec_done = done;
+  iter->bi_offset = done;
   iter->bi_size -= bytes;
 }
 

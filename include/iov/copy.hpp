@@ -172,6 +172,11 @@ inline size_t copy_page_to_iter(page* pg, size_t offset, size_t bytes, iov_iter*
 inline size_t copy_page_from_iter(page* pg, size_t offset, size_t bytes, iov_iter* i) {
   return internal::copy_page_from_iter<internal::ubuf_first_walk>(pg, offset, bytes, i);
 }
+// The kernel's may not sleep on a fault; a user-space copy never does, so it
+// is copy_page_from_iter().
+inline size_t copy_page_from_iter_atomic(page* pg, size_t offset, size_t bytes, iov_iter* i) {
+  return copy_page_from_iter(pg, offset, bytes, i);
+}
 
 IOV_ALWAYS_INLINE size_t iov_iter_zero(size_t bytes, iov_iter* i) {
   return internal::iov_iter_zero<internal::ubuf_first_walk>(bytes, i);

@@ -30,6 +30,18 @@
 
 namespace iov {
 
+// uio.h's flags for iov_iter_extract_pages() and extract_iter_to_sg(). The
+// kernel's is a __bitwise unsigned int, which only sparse tells from one.
+using iov_iter_extraction_t = unsigned int;
+// The caller can take peer-to-peer DMA pages: there are none in user space,
+// so it changes nothing here.
+inline constexpr iov_iter_extraction_t ITER_ALLOW_P2PDMA = 0x01;
+// uio.h's on-stack iovec count before import_iovec() allocates (also a macro
+// of <linux/uio.h>, which then stands for it).
+#ifndef UIO_FASTIOV
+inline constexpr unsigned UIO_FASTIOV = 8;
+#endif
+
 namespace internal {
 // The kernel's want_pages_array(): how many entries to fill, allocating the
 // array when the caller passed none.
@@ -313,11 +325,12 @@ inline ssize_t extract_xarray_pages(iov_iter* i, page*** pages, size_t maxsize, 
 
 // *pages points to the caller's array of maxpages entries (or is nullptr: then
 // an array is malloc()ed, to be freed with free(), as the kernel kvmallocs one).
-// Nothing is pinned in user space; extraction_flags are accepted and ignored.
+// Nothing is pinned in user space; extraction_flags are accepted and ignored
+// (ITER_ALLOW_P2PDMA is the only one the kernel has).
 // Returns the bytes covered, *offset0 the offset into the first page, and
 // advances; -EFAULT for DISCARD, -ENOMEM if an array cannot be allocated.
 inline ssize_t iov_iter_extract_pages(iov_iter* i, page*** pages, size_t maxsize, unsigned maxpages,
-                               unsigned /*extraction_flags*/, size_t* offset0) {
+                               iov_iter_extraction_t /*extraction_flags*/, size_t* offset0) {
   maxsize = std::min({maxsize, i->count, MAX_RW_COUNT});
   if (!maxsize || !maxpages)
     return 0;

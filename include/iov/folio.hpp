@@ -83,6 +83,20 @@ inline void folio_zero_range(folio* f, size_t start, size_t length) {
   std::memset(kmap_local_folio(f, start), 0, internal::unbounded(length));
 }
 
+// folio_zero_segment: zeroes [start, xend) of the folio.
+inline void folio_zero_segment(folio* f, size_t start, size_t xend) {
+  if (xend > start)
+    folio_zero_range(f, start, xend - start);
+}
+
 #undef IOV_FOLIO_RANGE_BAD
+
+// The folio after this one in memory (its frames are contiguous).
+inline folio* folio_next(folio* f) { return reinterpret_cast<folio*>(folio_page(f, folio_nr_pages(f))); }
+// The offset of address p within the folio that holds it.
+inline size_t offset_in_folio(const folio* f, const void* p) {
+  return reinterpret_cast<uintptr_t>(p) & (folio_size(f) - 1);
+}
+inline bool folio_test_highmem(const folio*) { return false; }
 
 }  // namespace iov

@@ -100,7 +100,32 @@ bool get_page_unless_zero(page* p) noexcept;
 page* compound_head(const page* p) noexcept;
 unsigned compound_order(const page* p) noexcept;
 
+// Fills the nullptr entries of page_array[0, nr_pages) with single pages and
+// returns how many entries hold a page, stopping at the first failure (the
+// kernel's, 6.14 on; the pages are the caller's, each to be freed).
+unsigned long alloc_pages_bulk(gfp_t gfp, unsigned long nr_pages, page** page_array) noexcept;
+// put_page() of each of nr pages (the kernel's; nullptr entries skipped).
+void release_pages(page** pages, int nr) noexcept;
+
 inline page* nth_page(page* p, size_t n) { return p + n; }
+
+// PAGE_ALIGN: up to the next page boundary (the kernel's macro, for numbers).
+template <std::integral T>
+inline constexpr T PAGE_ALIGN(T addr) {
+  return static_cast<T>((addr + static_cast<T>(PAGE_SIZE - 1)) & ~static_cast<T>(PAGE_SIZE - 1));
+}
+
+// A frame's number is its address over PAGE_SIZE: frames are memory here.
+inline unsigned long page_to_pfn(const page* p) { return reinterpret_cast<uintptr_t>(p) >> PAGE_SHIFT; }
+inline page* pfn_to_page(unsigned long pfn) { return reinterpret_cast<page*>(uintptr_t{pfn} << PAGE_SHIFT); }
+// There is no highmem in user space.
+inline bool PageHighMem(const page*) { return false; }
+
+// What iov_iter_extract_pages() would have pinned: nothing is pinned in user
+// space (iov_iter_extract_will_pin() is false), so these release nothing;
+// they exist so that the kernel's unpin branch compiles.
+inline void unpin_user_page(page*) {}
+inline void unpin_user_pages(page**, unsigned long) {}
 // A void_ptr (void_ptr.hpp) as the mappings in highmem.hpp: what C callers
 // assign to a char* or offset by bytes without a cast.
 inline void_ptr page_address(const page* p) { return void_ptr(const_cast<page*>(p)); }

@@ -1,25 +1,22 @@
-// block_shim.hpp: the few block-layer and kernel.h names a block driver's
-// request path uses that iov does not model (struct bio and its disk, the
-// request flags, bio_for_each_segment, min_t/round_up), so that driver code
-// written in the kernel's C style compiles with iov:: in front of the names
-// iov provides. Test-local: the smallest shapes the tests touch, nothing more.
+// block_shim.hpp: the few block-layer names a block driver's request path
+// uses that iov does not model (struct bio and its disk, the request flags,
+// bio_for_each_segment), so that driver code written in the kernel's C style
+// compiles with iov:: in front of the names iov provides; the generic
+// vocabulary (u32, likely, min_t, ...) comes from the installed
+// iov/linux/kernel.hpp. Test-local: the smallest shapes the tests touch.
 #pragma once
 
 #include <cerrno>
 #include <cstdint>
 
 #include "iov/iov.hpp"
+#include "iov/linux/kernel.hpp"
 
-using u32 = uint32_t;
-using u64 = uint64_t;
+// The ports write the kernel's types unqualified, as a driver does.
+using iov::u32;
+using iov::u64;
 using blk_opf_t = uint32_t;
 using blk_status_t = uint8_t;
-
-#define likely(x) __builtin_expect(!!(x), 1)
-#define unlikely(x) __builtin_expect(!!(x), 0)
-#define min_t(type, x, y) ((type)(x) < (type)(y) ? (type)(x) : (type)(y))
-#define round_up(x, y) ((((x) + (y) - 1) / (y)) * (y))
-#define round_down(x, y) ((x) - ((x) % (y)))
 
 // include/linux/blkdev.h
 #define PAGE_SECTORS_SHIFT (iov::PAGE_SHIFT - iov::SECTOR_SHIFT)
