@@ -15,7 +15,12 @@
 
 #include <sys/uio.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <climits>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <numeric>
 #include <span>
 #include <utility>
@@ -23,10 +28,15 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "iov/copy.hpp"
+#include "iov/copy_nocache.hpp"
+#include "iov/crc32c.hpp"
+#include "iov/cxx/bytes.hpp"
+#include "iov/cxx/pieces.hpp"
+#include "iov/extract.hpp"
 #include "iov/iov_iter.hpp"
 #include "iov/iterate.hpp"
-#include "iov/cxx/pieces.hpp"
 #include "iov/position.hpp"
+#include "iov/zero_scan.hpp"
 
 namespace iov {
 
@@ -119,15 +129,79 @@ class iter {
   int npages(int maxpages) const { return iov_iter_npages(&raw_, maxpages); }
   unsigned long alignment() const { return iov_iter_alignment(&raw_); }
 
-  size_t copy_to(std::span<const std::byte> src) { return copy_to_iter(src.data(), src.size(), &raw_); }
-  size_t copy_from(std::span<std::byte> dst) { return copy_from_iter(dst.data(), dst.size(), &raw_); }
-  [[nodiscard]] bool copy_to_full(std::span<const std::byte> src) {
-    return copy_to_iter_full(src.data(), src.size(), &raw_);
+  // Copies: bytes are any byte_source / byte_sink (cxx/bytes.hpp).
+  template <byte_source R>
+  size_t copy_to(const R& src) {
+    auto b = as_byte_span(src);
+    return copy_to_iter(b.data(), b.size(), &raw_);
   }
-  [[nodiscard]] bool copy_from_full(std::span<std::byte> dst) {
-    return copy_from_iter_full(dst.data(), dst.size(), &raw_);
+  template <byte_sink R>
+  size_t copy_from(R&& dst) {
+    auto b = as_writable_byte_span(dst);
+    return copy_from_iter(b.data(), b.size(), &raw_);
+  }
+  template <byte_source R>
+  [[nodiscard]] bool copy_to_full(const R& src) {
+    auto b = as_byte_span(src);
+    return copy_to_iter_full(b.data(), b.size(), &raw_);
+  }
+  template <byte_sink R>
+  [[nodiscard]] bool copy_from_full(R&& dst) {
+    auto b = as_writable_byte_span(dst);
+    return copy_from_iter_full(b.data(), b.size(), &raw_);
+  }
+  // Non-temporal stores into dst (copy_from_iter_nocache()).
+  template <byte_sink R>
+  size_t copy_from_nocache(R&& dst) {
+    auto b = as_writable_byte_span(dst);
+    return copy_from_iter_nocache(b.data(), b.size(), &raw_);
+  }
+  template <byte_sink R>
+  [[nodiscard]] bool copy_from_full_nocache(R&& dst) {
+    auto b = as_writable_byte_span(dst);
+    return copy_from_iter_full_nocache(b.data(), b.size(), &raw_);
   }
   size_t zero(size_t bytes) { return iov_iter_zero(bytes, &raw_); }
+
+  // CRC32C, kernel semantics (no inversions): crc is extended over the bytes
+  // processed, which are returned. crc32c() reads the iterator's memory
+  // whatever its direction (crc32c_iter()); the fused forms copy and extend
+  // crc in one pass (crc32c_and_copy_to_iter(), crc32c_and_copy_from_iter()).
+  size_t crc32c(size_t bytes, uint32_t& crc) { return crc32c_iter(&raw_, bytes, &crc); }
+  template <byte_source R>
+  size_t crc32c_and_copy_to(const R& src, uint32_t& crc) {
+    auto b = as_byte_span(src);
+    return crc32c_and_copy_to_iter(b.data(), b.size(), &crc, &raw_);
+  }
+  template <byte_sink R>
+  size_t crc32c_and_copy_from(R&& dst, uint32_t& crc) {
+    auto b = as_writable_byte_span(dst);
+    return crc32c_and_copy_from_iter(b.data(), b.size(), &crc, &raw_);
+  }
+
+  // Zero scans: is_zero() does not advance (false if fewer bytes remain);
+  // skip_zeroes() advances over the leading zero bytes and returns how many.
+  bool is_zero(size_t bytes) const { return iov_iter_is_zero(&raw_, bytes); }
+  size_t skip_zeroes(size_t bytes) { return iov_iter_skip_zeroes(&raw_, bytes); }
+
+  // iov_iter_extract_pages() into the caller's array: the pages covering
+  // `bytes` bytes from `offset0` into the first, and the iterator advanced by
+  // them. A DISCARD iterator has no pages: an error, as the kernel's -EFAULT.
+  struct extracted {
+    std::span<page*> pages;
+    size_t offset0 = 0;
+    size_t bytes = 0;
+  };
+  absl::StatusOr<extracted> extract_pages(std::span<page*> out, size_t maxsize, unsigned extraction_flags = 0) {
+    page** array = out.data();
+    size_t offset0 = 0;
+    const unsigned maxpages = static_cast<unsigned>(std::min<size_t>(out.size(), UINT_MAX));
+    ssize_t n = iov_iter_extract_pages(&raw_, &array, maxsize, maxpages, extraction_flags, &offset0);
+    if (n < 0)
+      return absl::ErrnoToStatus(static_cast<int>(-n), "iov_iter_extract_pages");
+    const size_t bytes = static_cast<size_t>(n);
+    return extracted{out.first(bytes ? (offset0 + bytes + PAGE_SIZE - 1) / PAGE_SIZE : 0), offset0, bytes};
+  }
 
   // Walks up to len bytes with one callable for every type: step(piece,
   // progress) returns the bytes of piece it did NOT process, as a kernel step.
