@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -29,11 +30,11 @@ namespace {
 using testing::HasSubstr;
 
 TEST(BadInput, ImportIovecNullArrayWithSegments) {
-  auto it = iov::iter::import_iovec(iov::ITER_DEST, absl::Span<const ::iovec>(nullptr, 3));
+  auto it = iov::iter::import_iovec(iov::ITER_DEST, std::span<const ::iovec>(static_cast<const ::iovec*>(nullptr), 3));
   ASSERT_FALSE(it.ok());
   EXPECT_EQ(it.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(it.status().message(), HasSubstr("null iovec array"));
-  EXPECT_TRUE(iov::iter::import_iovec(iov::ITER_DEST, absl::Span<const ::iovec>(nullptr, 0)).ok());
+  EXPECT_TRUE(iov::iter::import_iovec(iov::ITER_DEST, std::span<const ::iovec>()).ok());
 }
 
 TEST(BadInput, ImportUbufBadDirection) {

@@ -26,7 +26,6 @@
 #include <utility>
 
 #include "absl/status/statusor.h"
-#include "absl/types/span.h"
 #include "iov/copy.hpp"
 #include "iov/copy_nocache.hpp"
 #include "iov/crc32c.hpp"
@@ -99,12 +98,15 @@ class iter {
     return it;
   }
 
-  // Validated imports of user-supplied memory, by the kernel's import_iovec()
-  // and import_ubuf() rules: at most UIO_MAXIOV segments, no length with the
-  // sign bit set, no null base with a length, the total capped at MAX_RW_COUNT
-  // (the count is cut there, as the kernel cuts the last segments). The array
-  // is not copied: it must outlive the iterator.
-  static absl::StatusOr<iter> import_iovec(unsigned direction, absl::Span<const ::iovec> segs);
+  // Validated imports of user-supplied memory: exactly the kernel layer's
+  // import_iovec() and import_ubuf() (the access_ok() range, at most
+  // UIO_MAXIOV segments, no length negative as ssize_t, the total cut at
+  // MAX_RW_COUNT, one segment an ITER_UBUF), each refusal an InvalidArgument
+  // that names the segment. As there, an address in range is not proved
+  // mapped: a null or unmapped base faults when the copy touches it. The
+  // array is not copied: an ITER_IOVEC points into it, so it must outlive
+  // the iterator.
+  static absl::StatusOr<iter> import_iovec(unsigned direction, std::span<const ::iovec> segs);
   static absl::StatusOr<iter> import_ubuf(unsigned direction, void* buf, size_t len);
 
   iov_iter* get() { return &raw_; }
