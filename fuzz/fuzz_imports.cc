@@ -194,7 +194,7 @@ void op_import_iovec(input& in, arena& a) {
     want.push_back(e);
   }
   std::span<const ::iovec> span(null_array ? nullptr : segs.data(), nr);
-  absl::StatusOr<iov::iter> got = iov::iter::import_iovec(dir, span);
+  absl::StatusOr<iov::iter> got = iov::iter::import_iovec(static_cast<iov::iter_dir>(dir), span);
   fuzz::trace("import_iovec(dir %u, %zu segs%s) -> %s", dir, nr, null_array ? ", null" : "",
               got.ok() ? "ok" : got.status().ToString().c_str());
   if (bad) {
@@ -214,7 +214,7 @@ void op_import_ubuf(input& in, arena& a) {
   extent e = hostile_extent(in, a);
   size_t len = std::min(e.len, iov::MAX_RW_COUNT);
   bool bad = dir > 1 || !access_ok(e.base, len);
-  absl::StatusOr<iov::iter> got = iov::iter::import_ubuf(dir, reinterpret_cast<void*>(e.base), e.len);
+  absl::StatusOr<iov::iter> got = iov::iter::import_ubuf(static_cast<iov::iter_dir>(dir), reinterpret_cast<void*>(e.base), e.len);
   fuzz::trace("import_ubuf(dir %u, %#lx, %zu) -> %s", dir, e.base, e.len, got.ok() ? "ok" : got.status().ToString().c_str());
   if (bad) {
     FUZZ_CHECK(!got.ok() && got.status().code() == StatusCode::kInvalidArgument);

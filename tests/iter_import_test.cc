@@ -75,7 +75,7 @@ TEST(IterImport, IovecMatchesTheKernelLayer) {
       ::iovec* iov = fast;
       iov::iov_iter k;
       ssize_t ret = iov::import_iovec(static_cast<int>(dir), segs.data(), static_cast<unsigned>(nr), 8, &iov, &k);
-      absl::StatusOr<iov::iter> got = iov::iter::import_iovec(dir, segs);
+      absl::StatusOr<iov::iter> got = iov::iter::import_iovec(static_cast<iov::iter_dir>(dir), segs);
       ASSERT_EQ(got.ok(), ret >= 0) << (got.ok() ? "accepted" : got.status().ToString()) << " kernel " << ret;
       if (ret < 0) {
         refused++;
@@ -109,7 +109,7 @@ TEST(IterImport, UbufMatchesTheKernelLayer) {
                                       << " len " << s.iov_len << " dir " << dir);
       iov::iov_iter k;
       int ret = iov::import_ubuf(static_cast<int>(dir), s.iov_base, s.iov_len, &k);
-      absl::StatusOr<iov::iter> got = iov::iter::import_ubuf(dir, s.iov_base, s.iov_len);
+      absl::StatusOr<iov::iter> got = iov::iter::import_ubuf(static_cast<iov::iter_dir>(dir), s.iov_base, s.iov_len);
       ASSERT_EQ(got.ok(), ret == 0) << (got.ok() ? "accepted" : got.status().ToString()) << " kernel " << ret;
       if (ret) {
         refused++;

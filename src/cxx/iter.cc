@@ -18,13 +18,13 @@ namespace {
 
 constexpr unsigned kFastSegs = 8;  // the kernel's UIO_FASTIOV
 
-absl::Status bad_direction(const char* what, unsigned direction) {
+absl::Status bad_direction(const char* what, iter_dir direction) {
   return absl::InvalidArgumentError(
-      absl::StrCat(what, ": direction ", direction, " is neither ITER_DEST nor ITER_SOURCE"));
+      absl::StrCat(what, ": direction ", static_cast<unsigned>(direction), " is neither ITER_DEST nor ITER_SOURCE"));
 }
 
 // Why the kernel layer refused segs: the first rule it applies that fails.
-absl::Status explain_iovec_refusal(ssize_t err, unsigned direction, std::span<const ::iovec> segs) {
+absl::Status explain_iovec_refusal(ssize_t err, iter_dir direction, std::span<const ::iovec> segs) {
   if (segs.size() > UIO_MAXIOV)
     return absl::InvalidArgumentError(
         absl::StrCat("import_iovec: ", segs.size(), " segments, more than UIO_MAXIOV (", UIO_MAXIOV, ")"));
@@ -49,8 +49,8 @@ absl::Status explain_iovec_refusal(ssize_t err, unsigned direction, std::span<co
 
 }  // namespace
 
-absl::StatusOr<iter> iter::import_iovec(unsigned direction, std::span<const ::iovec> segs) {
-  if (direction != ITER_DEST && direction != ITER_SOURCE)
+absl::StatusOr<iter> iter::import_iovec(iter_dir direction, std::span<const ::iovec> segs) {
+  if (direction != iter_dir::dest && direction != iter_dir::source)
     return bad_direction("import_iovec", direction);
   // The kernel layer would read a null array (as the kernel would fault on it).
   if (!segs.empty() && segs.data() == nullptr)
@@ -71,12 +71,12 @@ absl::StatusOr<iter> iter::import_iovec(unsigned direction, std::span<const ::io
   }
   // The same bytes over the caller's array rather than the freed copy: the
   // count ends the walk where the copy's shortened lengths would.
-  iov_iter_init(&it.raw_, direction, segs.data(), segs.size(), static_cast<size_t>(ret));
+  iov_iter_init(&it.raw_, static_cast<unsigned>(direction), segs.data(), segs.size(), static_cast<size_t>(ret));
   return it;
 }
 
-absl::StatusOr<iter> iter::import_ubuf(unsigned direction, void* buf, size_t len) {
-  if (direction != ITER_DEST && direction != ITER_SOURCE)
+absl::StatusOr<iter> iter::import_ubuf(iter_dir direction, void* buf, size_t len) {
+  if (direction != iter_dir::dest && direction != iter_dir::source)
     return bad_direction("import_ubuf", direction);
   iter it;
   if (::iov::import_ubuf(static_cast<int>(direction), buf, len, &it.raw_) < 0)

@@ -13,6 +13,8 @@
 #include <span>
 #include <type_traits>
 
+#include "iov/config.hpp"
+
 namespace iov {
 
 // bool is one byte too, but a range of bools is not a range of bytes.

@@ -1,11 +1,13 @@
 // iter.hpp: the C++ layer over iov_iter — a value type with references, spans,
 // Status-returning validated imports and typed walks.
 //
-//   std::vector<std::byte> buf(4096);
-//   iov::iter dst = iov::iter::ubuf(iov::ITER_DEST, buf);
-//   dst.copy_to(payload);                                  // copy_to_iter
-//   absl::StatusOr<iov::iter> src = iov::iter::import_iovec(iov::ITER_SOURCE, user_iovecs);
-//   if (!src.ok()) return src.status();                     // "iovec[3]: ..." messages
+//   std::vector<uint8_t> buf(4096);                         // any byte-like range
+//   iov::iter dst = iov::iter::ubuf(iov::iter_dir::dest, buf);
+//   dst.copy_to(payload);                                   // copy_to_iter
+//   absl::StatusOr<iov::iter> src = iov::iter::import_iovec(iov::iter_dir::source, user_iovecs);
+//   if (!src.ok()) return src.status();                     // "import_iovec: iovec[3] ..." messages
+//   uint32_t crc = 0;
+//   src->crc32c_and_copy_from(out, crc);                    // crc32c_and_copy_from_iter
 //
 // Every method is one call into the kernel-compatible layer, named after it;
 // get() hands out the iov_iter* for code ported from the kernel. The typed
@@ -42,54 +44,63 @@ namespace iov {
 // The kernel's cap on an imported iovec array; <sys/uio.h> names it too.
 static_assert(UIO_MAXIOV == 1024);
 
+// The direction of an iterator, typed: a plain number (iov::iter::ubuf(7, buf))
+// does not compile. dest: data goes into the iterator (ITER_DEST, a read's
+// buffer); source: data comes out of it (ITER_SOURCE).
+enum class iter_dir : unsigned { dest = ITER_DEST, source = ITER_SOURCE };
+
 class iter {
  public:
   iter() { iov_iter_discard(&raw_, ITER_DEST, 0); }
   explicit iter(const iov_iter& raw) : raw_(raw) {}
 
-  static iter ubuf(unsigned direction, std::span<std::byte> buf) { return ubuf(direction, buf.data(), buf.size()); }
-  static iter ubuf(unsigned direction, void* buf, size_t len) {
+  template <byte_sink R>
+  static iter ubuf(iter_dir direction, R&& buf) {
+    std::span<std::byte> b = as_writable_byte_span(buf);
+    return ubuf(direction, b.data(), b.size());
+  }
+  static iter ubuf(iter_dir direction, void* buf, size_t len) {
     iter it;
-    iov_iter_ubuf(&it.raw_, direction, buf, len);
+    iov_iter_ubuf(&it.raw_, static_cast<unsigned>(direction), buf, len);
     return it;
   }
   // The array must outlive the iterator (it points into it, as the kernel's).
-  static iter iovec(unsigned direction, std::span<const ::iovec> segs) {
+  static iter iovec(iter_dir direction, std::span<const ::iovec> segs) {
     iter it;
-    iov_iter_init(&it.raw_, direction, segs.data(), segs.size(), total(segs));
+    iov_iter_init(&it.raw_, static_cast<unsigned>(direction), segs.data(), segs.size(), total(segs));
     return it;
   }
-  static iter kvec(unsigned direction, std::span<const ::iov::kvec> segs) {
+  static iter kvec(iter_dir direction, std::span<const ::iov::kvec> segs) {
     iter it;
-    iov_iter_kvec(&it.raw_, direction, segs.data(), segs.size(), total(segs));
+    iov_iter_kvec(&it.raw_, static_cast<unsigned>(direction), segs.data(), segs.size(), total(segs));
     return it;
   }
-  static iter bvec(unsigned direction, std::span<const bio_vec> segs) {
+  static iter bvec(iter_dir direction, std::span<const bio_vec> segs) {
     iter it;
     size_t count = 0;
     for (const bio_vec& bv : segs)
       count += bv.bv_len;
-    iov_iter_bvec(&it.raw_, direction, segs.data(), segs.size(), count);
+    iov_iter_bvec(&it.raw_, static_cast<unsigned>(direction), segs.data(), segs.size(), count);
     return it;
   }
-  static iter xarray(unsigned direction, ::iov::xarray& xa, loff_t start, size_t count) {
+  static iter xarray(iter_dir direction, ::iov::xarray& xa, loff_t start, size_t count) {
     iter it;
-    iov_iter_xarray(&it.raw_, direction, &xa, start, count);
+    iov_iter_xarray(&it.raw_, static_cast<unsigned>(direction), &xa, start, count);
     return it;
   }
   // The queues (iov_iter_folio_queue(), iov_iter_bvec_queue()): from slot
   // first_slot of the first segment, offset bytes into it, count bytes. The
   // queue must outlive the iterator.
-  static iter folioq(unsigned direction, const ::iov::folio_queue& fq, unsigned first_slot, unsigned offset,
+  static iter folioq(iter_dir direction, const ::iov::folio_queue& fq, unsigned first_slot, unsigned offset,
                      size_t count) {
     iter it;
-    iov_iter_folio_queue(&it.raw_, direction, &fq, first_slot, offset, count);
+    iov_iter_folio_queue(&it.raw_, static_cast<unsigned>(direction), &fq, first_slot, offset, count);
     return it;
   }
-  static iter bvecq(unsigned direction, const ::iov::bvecq& bq, unsigned first_slot, unsigned offset,
+  static iter bvecq(iter_dir direction, const ::iov::bvecq& bq, unsigned first_slot, unsigned offset,
                     size_t count) {
     iter it;
-    iov_iter_bvec_queue(&it.raw_, direction, &bq, first_slot, offset, count);
+    iov_iter_bvec_queue(&it.raw_, static_cast<unsigned>(direction), &bq, first_slot, offset, count);
     return it;
   }
   static iter discard(size_t count) {
@@ -106,8 +117,8 @@ class iter {
   // mapped: a null or unmapped base faults when the copy touches it. The
   // array is not copied: an ITER_IOVEC points into it, so it must outlive
   // the iterator.
-  static absl::StatusOr<iter> import_iovec(unsigned direction, std::span<const ::iovec> segs);
-  static absl::StatusOr<iter> import_ubuf(unsigned direction, void* buf, size_t len);
+  static absl::StatusOr<iter> import_iovec(iter_dir direction, std::span<const ::iovec> segs);
+  static absl::StatusOr<iter> import_ubuf(iter_dir direction, void* buf, size_t len);
 
   iov_iter* get() { return &raw_; }
   const iov_iter* get() const { return &raw_; }
@@ -117,6 +128,7 @@ class iter {
   bool empty() const { return raw_.count == 0; }
   iter_type type() const { return iov_iter_type(&raw_); }
   int rw() const { return iov_iter_rw(&raw_); }
+  iter_dir dir() const { return raw_.data_source ? iter_dir::source : iter_dir::dest; }
 
   void advance(size_t bytes) { iov_iter_advance(&raw_, bytes); }
   void revert(size_t bytes) { iov_iter_revert(&raw_, bytes); }
