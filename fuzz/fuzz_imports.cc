@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "fuzz_model.hpp"
@@ -121,6 +122,15 @@ unsigned pick_direction(input& in) {
 }
 
 bool wraps(uintptr_t base, size_t len) { return base + len < base; }
+// The kernel's access_ok() on x86-64 (4-level paging): neither wraps nor ends
+// above TASK_SIZE_MAX; elsewhere only the wrap. The C++ imports follow it.
+bool access_ok(uintptr_t base, size_t len) {
+#if defined(__x86_64__)
+  return !wraps(base, len) && base + len <= (uintptr_t{1} << 47) - iov::PAGE_SIZE;
+#else
+  return !wraps(base, len);
+#endif
+}
 
 // Walks an imported iterator on a copy: pieces must tile `want` (the
 // extents' bytes, in order) and, for BVEC, stay within a page.
@@ -173,7 +183,9 @@ void op_import_iovec(input& in, arena& a) {
   for (size_t k = 0; k < nr; k++) {
     extent e = k < 24 ? hostile_extent(in, a) : extent{0, 0, true};
     segs.push_back({reinterpret_cast<void*>(e.base), e.len});
-    bad |= e.len > static_cast<size_t>(SSIZE_MAX) || (e.len && !e.base) || (e.len && wraps(e.base, e.len));
+    // One segment is import_ubuf()'s: its length is cut before access_ok().
+    size_t checked = nr == 1 ? std::min(e.len, iov::MAX_RW_COUNT) : e.len;
+    bad |= e.len > static_cast<size_t>(SSIZE_MAX) || !access_ok(e.base, checked);
     total += std::min(e.len, iov::MAX_RW_COUNT - total);
     // Overlapping destinations are legal, but the model's check of a copy
     // into them is not: only the arena's separate buffers are written.
@@ -181,16 +193,17 @@ void op_import_iovec(input& in, arena& a) {
     if (all_real) real_prefix += e.len;
     want.push_back(e);
   }
-  absl::Span<const ::iovec> span(null_array ? nullptr : segs.data(), nr);
-  absl::StatusOr<iov::iter> got = iov::iter::import_iovec(dir, span);
+  std::span<const ::iovec> span(null_array ? nullptr : segs.data(), nr);
+  absl::StatusOr<iov::iter> got = iov::iter::import_iovec(static_cast<iov::iter_dir>(dir), span);
   fuzz::trace("import_iovec(dir %u, %zu segs%s) -> %s", dir, nr, null_array ? ", null" : "",
               got.ok() ? "ok" : got.status().ToString().c_str());
   if (bad) {
     FUZZ_CHECK(!got.ok() && got.status().code() == StatusCode::kInvalidArgument);
     return;
   }
-  FUZZ_CHECK(got.ok() && got->type() == iov::ITER_IOVEC && got->rw() == static_cast<int>(dir));
-  FUZZ_CHECK(got->count() == total && got->get()->nr_segs == nr);
+  FUZZ_CHECK(got.ok() && got->type() == (nr == 1 ? iov::ITER_UBUF : iov::ITER_IOVEC) &&
+             got->rw() == static_cast<int>(dir));
+  FUZZ_CHECK(got->count() == total && got->get()->nr_segs == nr);  // UBUF: 1
   size_t bytes = std::min(total, real_prefix);
   check_pieces(got->raw(), want, bytes);
   check_copy(got->raw(), want, bytes, in.u8());
@@ -200,8 +213,8 @@ void op_import_ubuf(input& in, arena& a) {
   unsigned dir = pick_direction(in);
   extent e = hostile_extent(in, a);
   size_t len = std::min(e.len, iov::MAX_RW_COUNT);
-  bool bad = dir > 1 || (e.len && !e.base) || (len && wraps(e.base, len));
-  absl::StatusOr<iov::iter> got = iov::iter::import_ubuf(dir, reinterpret_cast<void*>(e.base), e.len);
+  bool bad = dir > 1 || !access_ok(e.base, len);
+  absl::StatusOr<iov::iter> got = iov::iter::import_ubuf(static_cast<iov::iter_dir>(dir), reinterpret_cast<void*>(e.base), e.len);
   fuzz::trace("import_ubuf(dir %u, %#lx, %zu) -> %s", dir, e.base, e.len, got.ok() ? "ok" : got.status().ToString().c_str());
   if (bad) {
     FUZZ_CHECK(!got.ok() && got.status().code() == StatusCode::kInvalidArgument);

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -29,16 +30,16 @@ namespace {
 using testing::HasSubstr;
 
 TEST(BadInput, ImportIovecNullArrayWithSegments) {
-  auto it = iov::iter::import_iovec(iov::ITER_DEST, absl::Span<const ::iovec>(nullptr, 3));
+  auto it = iov::iter::import_iovec(iov::iter_dir::dest, std::span<const ::iovec>(static_cast<const ::iovec*>(nullptr), 3));
   ASSERT_FALSE(it.ok());
   EXPECT_EQ(it.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(it.status().message(), HasSubstr("null iovec array"));
-  EXPECT_TRUE(iov::iter::import_iovec(iov::ITER_DEST, absl::Span<const ::iovec>(nullptr, 0)).ok());
+  EXPECT_TRUE(iov::iter::import_iovec(iov::iter_dir::dest, std::span<const ::iovec>()).ok());
 }
 
 TEST(BadInput, ImportUbufBadDirection) {
   char buf[16];
-  auto it = iov::iter::import_ubuf(2, buf, sizeof buf);
+  auto it = iov::iter::import_ubuf(static_cast<iov::iter_dir>(2), buf, sizeof buf);
   ASSERT_FALSE(it.ok());
   EXPECT_EQ(it.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(it.status().message(), HasSubstr("direction 2"));

@@ -36,3 +36,4 @@
 #include "iov/registered_buffers.hpp"
 #include "iov/cxx/pieces.hpp"
 #include "iov/cxx/iter.hpp"
+#include "iov/cxx/pages.hpp"

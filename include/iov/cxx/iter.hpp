@@ -1,11 +1,13 @@
 // iter.hpp: the C++ layer over iov_iter — a value type with references, spans,
 // Status-returning validated imports and typed walks.
 //
-//   std::vector<std::byte> buf(4096);
-//   iov::iter dst = iov::iter::ubuf(iov::ITER_DEST, buf);
-//   dst.copy_to(payload);                                  // copy_to_iter
-//   absl::StatusOr<iov::iter> src = iov::iter::import_iovec(iov::ITER_SOURCE, user_iovecs);
-//   if (!src.ok()) return src.status();                     // "iovec[3]: ..." messages
+//   std::vector<uint8_t> buf(4096);                         // any byte-like range
+//   iov::iter dst = iov::iter::ubuf(iov::iter_dir::dest, buf);
+//   dst.copy_to(payload);                                   // copy_to_iter
+//   absl::StatusOr<iov::iter> src = iov::iter::import_iovec(iov::iter_dir::source, user_iovecs);
+//   if (!src.ok()) return src.status();                     // "import_iovec: iovec[3] ..." messages
+//   uint32_t crc = 0;
+//   src->crc32c_and_copy_from(out, crc);                    // crc32c_and_copy_from_iter
 //
 // Every method is one call into the kernel-compatible layer, named after it;
 // get() hands out the iov_iter* for code ported from the kernel. The typed
@@ -15,72 +17,90 @@
 
 #include <sys/uio.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <climits>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <numeric>
 #include <span>
 #include <utility>
 
 #include "absl/status/statusor.h"
-#include "absl/types/span.h"
 #include "iov/copy.hpp"
+#include "iov/copy_nocache.hpp"
+#include "iov/crc32c.hpp"
+#include "iov/cxx/bytes.hpp"
+#include "iov/cxx/pieces.hpp"
+#include "iov/extract.hpp"
 #include "iov/iov_iter.hpp"
 #include "iov/iterate.hpp"
-#include "iov/cxx/pieces.hpp"
 #include "iov/position.hpp"
+#include "iov/zero_scan.hpp"
 
 namespace iov {
 
 // The kernel's cap on an imported iovec array; <sys/uio.h> names it too.
 static_assert(UIO_MAXIOV == 1024);
 
+// The direction of an iterator, typed: a plain number (iov::iter::ubuf(7, buf))
+// does not compile. dest: data goes into the iterator (ITER_DEST, a read's
+// buffer); source: data comes out of it (ITER_SOURCE).
+enum class iter_dir : unsigned { dest = ITER_DEST, source = ITER_SOURCE };
+
 class iter {
  public:
   iter() { iov_iter_discard(&raw_, ITER_DEST, 0); }
   explicit iter(const iov_iter& raw) : raw_(raw) {}
 
-  static iter ubuf(unsigned direction, std::span<std::byte> buf) { return ubuf(direction, buf.data(), buf.size()); }
-  static iter ubuf(unsigned direction, void* buf, size_t len) {
+  template <byte_sink R>
+  static iter ubuf(iter_dir direction, R&& buf) {
+    std::span<std::byte> b = as_writable_byte_span(buf);
+    return ubuf(direction, b.data(), b.size());
+  }
+  static iter ubuf(iter_dir direction, void* buf, size_t len) {
     iter it;
-    iov_iter_ubuf(&it.raw_, direction, buf, len);
+    iov_iter_ubuf(&it.raw_, static_cast<unsigned>(direction), buf, len);
     return it;
   }
   // The array must outlive the iterator (it points into it, as the kernel's).
-  static iter iovec(unsigned direction, std::span<const ::iovec> segs) {
+  static iter iovec(iter_dir direction, std::span<const ::iovec> segs) {
     iter it;
-    iov_iter_init(&it.raw_, direction, segs.data(), segs.size(), total(segs));
+    iov_iter_init(&it.raw_, static_cast<unsigned>(direction), segs.data(), segs.size(), total(segs));
     return it;
   }
-  static iter kvec(unsigned direction, std::span<const ::iov::kvec> segs) {
+  static iter kvec(iter_dir direction, std::span<const ::iov::kvec> segs) {
     iter it;
-    iov_iter_kvec(&it.raw_, direction, segs.data(), segs.size(), total(segs));
+    iov_iter_kvec(&it.raw_, static_cast<unsigned>(direction), segs.data(), segs.size(), total(segs));
     return it;
   }
-  static iter bvec(unsigned direction, std::span<const bio_vec> segs) {
+  static iter bvec(iter_dir direction, std::span<const bio_vec> segs) {
     iter it;
     size_t count = 0;
     for (const bio_vec& bv : segs)
       count += bv.bv_len;
-    iov_iter_bvec(&it.raw_, direction, segs.data(), segs.size(), count);
+    iov_iter_bvec(&it.raw_, static_cast<unsigned>(direction), segs.data(), segs.size(), count);
     return it;
   }
-  static iter xarray(unsigned direction, ::iov::xarray& xa, loff_t start, size_t count) {
+  static iter xarray(iter_dir direction, ::iov::xarray& xa, loff_t start, size_t count) {
     iter it;
-    iov_iter_xarray(&it.raw_, direction, &xa, start, count);
+    iov_iter_xarray(&it.raw_, static_cast<unsigned>(direction), &xa, start, count);
     return it;
   }
   // The queues (iov_iter_folio_queue(), iov_iter_bvec_queue()): from slot
   // first_slot of the first segment, offset bytes into it, count bytes. The
   // queue must outlive the iterator.
-  static iter folioq(unsigned direction, const ::iov::folio_queue& fq, unsigned first_slot, unsigned offset,
+  static iter folioq(iter_dir direction, const ::iov::folio_queue& fq, unsigned first_slot, unsigned offset,
                      size_t count) {
     iter it;
-    iov_iter_folio_queue(&it.raw_, direction, &fq, first_slot, offset, count);
+    iov_iter_folio_queue(&it.raw_, static_cast<unsigned>(direction), &fq, first_slot, offset, count);
     return it;
   }
-  static iter bvecq(unsigned direction, const ::iov::bvecq& bq, unsigned first_slot, unsigned offset,
+  static iter bvecq(iter_dir direction, const ::iov::bvecq& bq, unsigned first_slot, unsigned offset,
                     size_t count) {
     iter it;
-    iov_iter_bvec_queue(&it.raw_, direction, &bq, first_slot, offset, count);
+    iov_iter_bvec_queue(&it.raw_, static_cast<unsigned>(direction), &bq, first_slot, offset, count);
     return it;
   }
   static iter discard(size_t count) {
@@ -89,13 +109,16 @@ class iter {
     return it;
   }
 
-  // Validated imports of user-supplied memory, by the kernel's import_iovec()
-  // and import_ubuf() rules: at most UIO_MAXIOV segments, no length with the
-  // sign bit set, no null base with a length, the total capped at MAX_RW_COUNT
-  // (the count is cut there, as the kernel cuts the last segments). The array
-  // is not copied: it must outlive the iterator.
-  static absl::StatusOr<iter> import_iovec(unsigned direction, absl::Span<const ::iovec> segs);
-  static absl::StatusOr<iter> import_ubuf(unsigned direction, void* buf, size_t len);
+  // Validated imports of user-supplied memory: exactly the kernel layer's
+  // import_iovec() and import_ubuf() (the access_ok() range, at most
+  // UIO_MAXIOV segments, no length negative as ssize_t, the total cut at
+  // MAX_RW_COUNT, one segment an ITER_UBUF), each refusal an InvalidArgument
+  // that names the segment. As there, an address in range is not proved
+  // mapped: a null or unmapped base faults when the copy touches it. The
+  // array is not copied: an ITER_IOVEC points into it, so it must outlive
+  // the iterator.
+  static absl::StatusOr<iter> import_iovec(iter_dir direction, std::span<const ::iovec> segs);
+  static absl::StatusOr<iter> import_ubuf(iter_dir direction, void* buf, size_t len);
 
   iov_iter* get() { return &raw_; }
   const iov_iter* get() const { return &raw_; }
@@ -105,6 +128,7 @@ class iter {
   bool empty() const { return raw_.count == 0; }
   iter_type type() const { return iov_iter_type(&raw_); }
   int rw() const { return iov_iter_rw(&raw_); }
+  iter_dir dir() const { return raw_.data_source ? iter_dir::source : iter_dir::dest; }
 
   void advance(size_t bytes) { iov_iter_advance(&raw_, bytes); }
   void revert(size_t bytes) { iov_iter_revert(&raw_, bytes); }
@@ -119,15 +143,79 @@ class iter {
   int npages(int maxpages) const { return iov_iter_npages(&raw_, maxpages); }
   unsigned long alignment() const { return iov_iter_alignment(&raw_); }
 
-  size_t copy_to(std::span<const std::byte> src) { return copy_to_iter(src.data(), src.size(), &raw_); }
-  size_t copy_from(std::span<std::byte> dst) { return copy_from_iter(dst.data(), dst.size(), &raw_); }
-  [[nodiscard]] bool copy_to_full(std::span<const std::byte> src) {
-    return copy_to_iter_full(src.data(), src.size(), &raw_);
+  // Copies: bytes are any byte_source / byte_sink (cxx/bytes.hpp).
+  template <byte_source R>
+  size_t copy_to(const R& src) {
+    auto b = as_byte_span(src);
+    return copy_to_iter(b.data(), b.size(), &raw_);
   }
-  [[nodiscard]] bool copy_from_full(std::span<std::byte> dst) {
-    return copy_from_iter_full(dst.data(), dst.size(), &raw_);
+  template <byte_sink R>
+  size_t copy_from(R&& dst) {
+    auto b = as_writable_byte_span(dst);
+    return copy_from_iter(b.data(), b.size(), &raw_);
+  }
+  template <byte_source R>
+  [[nodiscard]] bool copy_to_full(const R& src) {
+    auto b = as_byte_span(src);
+    return copy_to_iter_full(b.data(), b.size(), &raw_);
+  }
+  template <byte_sink R>
+  [[nodiscard]] bool copy_from_full(R&& dst) {
+    auto b = as_writable_byte_span(dst);
+    return copy_from_iter_full(b.data(), b.size(), &raw_);
+  }
+  // Non-temporal stores into dst (copy_from_iter_nocache()).
+  template <byte_sink R>
+  size_t copy_from_nocache(R&& dst) {
+    auto b = as_writable_byte_span(dst);
+    return copy_from_iter_nocache(b.data(), b.size(), &raw_);
+  }
+  template <byte_sink R>
+  [[nodiscard]] bool copy_from_full_nocache(R&& dst) {
+    auto b = as_writable_byte_span(dst);
+    return copy_from_iter_full_nocache(b.data(), b.size(), &raw_);
   }
   size_t zero(size_t bytes) { return iov_iter_zero(bytes, &raw_); }
+
+  // CRC32C, kernel semantics (no inversions): crc is extended over the bytes
+  // processed, which are returned. crc32c() reads the iterator's memory
+  // whatever its direction (crc32c_iter()); the fused forms copy and extend
+  // crc in one pass (crc32c_and_copy_to_iter(), crc32c_and_copy_from_iter()).
+  size_t crc32c(size_t bytes, uint32_t& crc) { return crc32c_iter(&raw_, bytes, &crc); }
+  template <byte_source R>
+  size_t crc32c_and_copy_to(const R& src, uint32_t& crc) {
+    auto b = as_byte_span(src);
+    return crc32c_and_copy_to_iter(b.data(), b.size(), &crc, &raw_);
+  }
+  template <byte_sink R>
+  size_t crc32c_and_copy_from(R&& dst, uint32_t& crc) {
+    auto b = as_writable_byte_span(dst);
+    return crc32c_and_copy_from_iter(b.data(), b.size(), &crc, &raw_);
+  }
+
+  // Zero scans: is_zero() does not advance (false if fewer bytes remain);
+  // skip_zeroes() advances over the leading zero bytes and returns how many.
+  bool is_zero(size_t bytes) const { return iov_iter_is_zero(&raw_, bytes); }
+  size_t skip_zeroes(size_t bytes) { return iov_iter_skip_zeroes(&raw_, bytes); }
+
+  // iov_iter_extract_pages() into the caller's array: the pages covering
+  // `bytes` bytes from `offset0` into the first, and the iterator advanced by
+  // them. A DISCARD iterator has no pages: an error, as the kernel's -EFAULT.
+  struct extracted {
+    std::span<page*> pages;
+    size_t offset0 = 0;
+    size_t bytes = 0;
+  };
+  absl::StatusOr<extracted> extract_pages(std::span<page*> out, size_t maxsize, unsigned extraction_flags = 0) {
+    page** array = out.data();
+    size_t offset0 = 0;
+    const unsigned maxpages = static_cast<unsigned>(std::min<size_t>(out.size(), UINT_MAX));
+    ssize_t n = iov_iter_extract_pages(&raw_, &array, maxsize, maxpages, extraction_flags, &offset0);
+    if (n < 0)
+      return absl::ErrnoToStatus(static_cast<int>(-n), "iov_iter_extract_pages");
+    const size_t bytes = static_cast<size_t>(n);
+    return extracted{out.first(bytes ? (offset0 + bytes + PAGE_SIZE - 1) / PAGE_SIZE : 0), offset0, bytes};
+  }
 
   // Walks up to len bytes with one callable for every type: step(piece,
   // progress) returns the bytes of piece it did NOT process, as a kernel step.
