@@ -193,7 +193,7 @@ TEST(BadInput, FioOptionsBeyondTheCommonMistakes) {
       {{"--rwmixread=101"}, "a percentage"},
       {{"--runtime=-1"}, "a positive number of seconds"},
       {{"--runtime=0s"}, "a positive number of seconds"},
-      {{"--randseed=x"}, "an integer"},
+      {{"--randseed=x"}, "a non-negative integer"},
       {{"--debug-corrupt=q"}, "a byte offset"},
       {{"positional"}, "unexpected argument 'positional'"},
       {{"--bs=128m"}, "at most 64m"},

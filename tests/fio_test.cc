@@ -10,6 +10,7 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 
+#include <cstdio>
 #include <functional>
 #include <string>
 #include <vector>
@@ -103,11 +104,43 @@ TEST(FioOptions, BadOptionsAreClearErrors) {
            {"--bogus=1", "unknown option --bogus"},
            {"--driver=loop", "brd or null_blk"},
            {"--output-format=xml", "json"},
+           {"--randseed=-1", "--randseed=-1: expected a non-negative integer"},
+           {"--randseed=18446744073709551616", "below 2^64"},
+           {"--prefill=yes", "--prefill=yes: expected 0 or 1"},
+           {"--bs", "--bs needs a value: --bs=VALUE"},
+           {"--randseed", "--randseed needs a value"},
+           {"--bogus", "unknown option --bogus"},
+           {"file.fio", "unexpected argument 'file.fio': iov-fio takes options only"},
+           {"-x", "unexpected argument '-x'"},
        }) {
     auto o = parse({arg});
     ASSERT_FALSE(o.ok()) << arg;
     EXPECT_NE(o.status().message().find(text), std::string::npos) << o.status();
   }
+}
+
+// "--" ends the options, as getopt's: what follows is no option, and iov-fio
+// takes nothing else. Flags take an explicit 0 or 1; a driver setting
+// without a value is 1.
+TEST(FioOptions, DoubleDashEndsTheOptionsAndFlagsTakeZeroOrOne) {
+  auto o = parse({"--bs=8k", "--"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->bs, 8192u);
+  o = parse({"--", "--bs=8k"});
+  ASSERT_FALSE(o.ok());
+  EXPECT_THAT(std::string(o.status().message()), HasSubstr("unexpected argument '--bs=8k'"));
+  o = parse({"--prefill=0", "--progress"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_FALSE(o->prefill);
+  EXPECT_TRUE(o->progress);
+  o = parse({"--prefill", "--progress=0", "--randseed=18446744073709551615"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_TRUE(o->prefill);
+  EXPECT_FALSE(o->progress);
+  EXPECT_EQ(o->seed, UINT64_MAX);
+  o = parse({"--driver=null_blk", "--zoned"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(setting(*o, "zoned"), "1");
 }
 
 // Each option's range and the options' product, checked while parsing,
@@ -414,6 +447,78 @@ TEST(FioProgram, BadValuesAreUsageErrors) {
     EXPECT_EQ(iov_test::exit_code(r), 2) << args[0] << ": " << r.output;
     EXPECT_THAT(r.output, HasSubstr("iov-fio: " + text));
   }
+}
+
+// MemAvailable in bytes, read here as the program should.
+uint64_t meminfo(const char* key) {
+  FILE* f = std::fopen("/proc/meminfo", "r");
+  if (!f)
+    return 0;
+  char line[256];
+  unsigned long long kib = 0;
+  std::string want = std::string(key) + ": %llu kB";
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, want.c_str(), &kib) == 1)
+      break;
+  std::fclose(f);
+  return kib * 1024;
+}
+
+// A --prefill writes the whole device, which brd and a memory-backed null_blk
+// keep: beyond the memory available it is refused at once, with the number
+// (it ran until killed, printing nothing). null_blk with --memory_backed=0
+// keeps nothing and is not limited.
+TEST(FioProgram, PrefillBeyondTheAvailableMemoryIsRefused) {
+  const uint64_t total = meminfo("MemTotal");
+  if (!total)
+    GTEST_SKIP() << "no /proc/meminfo";
+  for (auto args : std::vector<std::vector<std::string>>{
+           {"--size=8388607t", "--rw=randwrite", "--runtime=1", "--prefill"},
+           {"--driver=null_blk", "--size=8388607t", "--rw=read", "--runtime=1", "--prefill", "--cache_size=16"},
+           {"--size=" + std::to_string(total / 4096 * 4096 + 4096), "--prefill"},
+       }) {
+    auto r = run_fio(args);
+    EXPECT_EQ(iov_test::exit_code(r), 2) << args[0] << ": " << r.output;
+    EXPECT_THAT(r.output, HasSubstr("--prefill writes the whole device, --size="));
+    uint64_t avail = 0;
+    auto at = r.output.find("(MemAvailable: ");
+    ASSERT_NE(at, std::string::npos) << r.output;
+    avail = std::stoull(r.output.substr(at + 15));
+    EXPECT_GT(avail, 0u);
+    EXPECT_LE(avail, total) << r.output;
+  }
+}
+
+// null_blk that stores nothing takes a prefill of any size; a long one shows
+// its progress on stderr when asked (--progress) or on a terminal, and
+// nothing when neither.
+TEST(FioProgram, ALongPrefillShowsItsProgressWhenAsked) {
+  const std::vector<std::string> endless = {IOV_FIO_PATH,       "--driver=null_blk", "--memory_backed=0",
+                                            "--size=8388607t",  "--rw=randwrite",   "--runtime=1",
+                                            "--prefill",        "--output-format=json"};
+  auto shown = [](const std::string& out) { return out.find("[eta ") != std::string::npos; };
+  for (bool asked : {true, false}) {
+    for (auto output : {iov_test::child_output::pipe, iov_test::child_output::pty}) {
+      if (!asked && output == iov_test::child_output::pty)
+        continue;  // on a terminal it shows unasked: below
+      iov_test::child_options o(endless);
+      if (asked)
+        o.argv.push_back("--progress");
+      o.output = output;
+      iov_test::child_process child(o);
+      ASSERT_TRUE(child.started());
+      bool seen = child.wait_for_output(shown, asked ? 30000 : 3000);
+      EXPECT_EQ(seen, asked) << child.output();
+      if (seen)
+        EXPECT_THAT(child.output(), testing::ContainsRegex(
+            "Jobs: 1 \\(f=1\\): \\[I\\(1\\)\\]\\[[0-9.]+%\\]\\[w=[^]]+\\]\\[w=[^]]+ IOPS\\]\\[eta [0-9dhms:]+\\]"));
+    }
+  }
+  iov_test::child_options o(endless);
+  o.output = iov_test::child_output::pty;
+  iov_test::child_process child(o);
+  ASSERT_TRUE(child.started());
+  EXPECT_TRUE(child.wait_for_output(shown, 30000)) << "stderr on a terminal: " << child.output();
 }
 
 // Sizes far beyond memory allocate nothing up front without --verify (a

@@ -375,6 +375,33 @@ TEST_F(ScanTest, ProgramPrintsTheContractFormat) {
   iov_test::run_command(std::string(IOV_SCAN_PATH) + " --block=0 " + a + " 2>/dev/null", &status);
   EXPECT_NE(status, 0);
 }
+
+// "--" ends the options, as getopt's: a file named "-x" or "--block=4k" is
+// scanned after it, and before it is an unknown option that says so; an
+// option without its value says which value it needs.
+TEST_F(ScanTest, ProgramTakesDoubleDashAndNamesTheFault) {
+  make_check_file("-x");
+  make_check_file("--block=4k");
+  const std::string in_dir = "cd '" + dir_ + "' && " + IOV_SCAN_PATH + " ";
+  int status = 0;
+  EXPECT_EQ(iov_test::run_command(in_dir + "-- -x", &status), "crc32c: e3069283\n0 9 data\n");
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(iov_test::run_command(in_dir + "--block=1 -- --block=4k -x 2>&1", &status),
+            "--block=4k:\ncrc32c: e3069283\n0 9 data\n-x:\ncrc32c: e3069283\n0 9 data\n");
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  std::string out = iov_test::run_command(in_dir + "-x 2>&1", &status);
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+  EXPECT_THAT(out, HasSubstr("iov-scan: unknown option -x (a FILE whose name starts with '-' goes after --)\n"));
+  out = iov_test::run_command(in_dir + "--block -x 2>&1", &status);
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+  EXPECT_THAT(out, HasSubstr("iov-scan: --block needs a value: --block=SIZE\n"));
+  out = iov_test::run_command(in_dir + "--blocks=4k -- -x 2>&1", &status);
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+  EXPECT_THAT(out, HasSubstr("iov-scan: unknown option --blocks\n"));
+  out = iov_test::run_command(in_dir + "-- --help 2>&1", &status);
+  EXPECT_EQ(WEXITSTATUS(status), 1) << "a file named --help, which is missing";
+  EXPECT_THAT(out, HasSubstr("iov-scan: --help: No such file or directory"));
+}
 #endif
 
 }  // namespace

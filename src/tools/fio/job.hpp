@@ -43,6 +43,7 @@ struct job_options {
   iter_kind iter = iter_kind::ubuf;
   bool json = false;
   bool prefill = false;
+  bool progress = false;       // --progress: the prefill's progress on stderr even when it is not a terminal
   uint64_t seed = 0x1234;
   int64_t debug_corrupt = -1;  // testing aid: corrupt this byte offset after writing, before verifying
   blkdev_settings settings;    // for blkdev_create(), which has the programs' defaults
@@ -75,8 +76,13 @@ struct run_result {
 };
 
 // What the options ask of the device it cannot do: --verify on a null_blk
-// that stores nothing, jobs smaller than a zone. InvalidArgument.
+// that stores nothing, jobs smaller than a zone, a --prefill of a device that
+// keeps more than available_memory(). InvalidArgument, with the numbers.
 absl::Status check_device(const job_options& o, const blkdev& dev);
+
+// MemAvailable from /proc/meminfo, in bytes: what can be had without
+// swapping (the free pages where /proc is not mounted).
+uint64_t available_memory();
 
 struct job_progress;  // status.hpp
 

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <new>
+#include <optional>
 
 #include "common/version.hpp"
 #include "fio/job.hpp"
@@ -18,7 +19,7 @@ constexpr char kUsage[] =
     "               [--bs=4k] [--numjobs=1] [--iodepth=1] [--iodepth_batch_submit=1]\n"
     "               [--runtime=SECONDS | --io_size=BYTES]\n"
     "               [--rwmixread=50] [--verify=crc32c] [--iter=ubuf|iovec|bvec|fixed]\n"
-    "               [--output-format=normal|json] [--prefill] [--randseed=N]\n"
+    "               [--output-format=normal|json] [--prefill] [--progress] [--randseed=N] [--]\n"
     "  driver settings: --blocksize=512 --memory_backed=0|1 --cache_size=MB --zoned --zone_size=MB\n"
     "                   --zone_nr_conv=N --detect_zeroes=off|on|unmap --copy_mode=modern|legacy|nocache\n"
     "                   --iteration=inline|outofline --max_pages=N\n"
@@ -26,8 +27,11 @@ constexpr char kUsage[] =
     "          --iodepth_batch_submit at most --iodepth: requests handed to the driver at once;\n"
     "          with --iter=fixed, numjobs x iodepth at most 16384), --size and --io_size below 2^63,\n"
     "          --runtime at most 1e9 seconds, --bs a multiple of 512 up to 64m\n"
+    "          --prefill of a memory-keeping device at most the memory available (MemAvailable)\n"
     "  --help, --version  this text; the program's version and commit\n"
-    "On a terminal, fio's status line (jobs, progress, bandwidth, IOPS, ETA) is shown while it runs.\n"
+    "  --       ends the options (iov-fio takes no other argument)\n"
+    "On a terminal, fio's status line (jobs, progress, bandwidth, IOPS, ETA) is shown while it runs;\n"
+    "otherwise the prefill's progress is shown on stderr if that is a terminal, or with --progress.\n"
     "Exit status: 0 done; 1 a request or the verify failed (naming the offset), or memory or a\n"
     "thread could not be had; 2 a bad command line, or settings the device cannot honour.\n";
 
@@ -47,12 +51,13 @@ int run_fio(int argc, char** argv) {
     return fail(std::string(s.message()), 2);
   std::vector<iov::fio::job_progress> progress(opts->numjobs);
   iov::fio::run_result r;
-  if (!opts->json && isatty(STDOUT_FILENO)) {  // fio's --eta=auto
-    iov::fio::status_line status(*opts, progress, stdout);
-    r = iov::fio::run(*opts, **dev, &progress);
-  } else {
-    r = iov::fio::run(*opts, **dev, &progress);
-  }
+  std::optional<iov::fio::status_line> status;
+  if (!opts->json && isatty(STDOUT_FILENO))  // fio's --eta=auto
+    status.emplace(*opts, progress, stdout);
+  else if (opts->prefill && (opts->progress || isatty(STDERR_FILENO)))
+    status.emplace(*opts, progress, stderr, /*prefill_only=*/true);
+  r = iov::fio::run(*opts, **dev, &progress);
+  status.reset();
   if (r.setup_failed)
     return fail(r.error_text, 1);
   if (opts->json)
@@ -70,7 +75,7 @@ int run_fio(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  for (int a = 1; a < argc; a++) {
+  for (int a = 1; a < argc && std::string(argv[a]) != "--"; a++) {
     if (std::string(argv[a]) == "--help") {
       std::fputs(kUsage, stdout);
       return 0;

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -38,12 +39,28 @@ absl::Status bad(const std::string& name, const std::string& value, const char* 
   return absl::InvalidArgumentError(absl::StrCat("--", name, "=", value, ": expected ", want));
 }
 
+bool all_digits(const std::string& value) {
+  return !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
+}
+
+// The options that mean nothing without a value (--prefill, --progress and
+// a driver setting without one mean 1).
+bool takes_value(const std::string& name) {
+  static const char* const valued[] = {"driver",  "size",     "bs",        "io_size",   "rw",
+                                       "readwrite", "numjobs", "iodepth",  "iodepth_batch_submit",
+                                       "iodepth_batch", "rwmixread", "runtime", "verify", "iter",
+                                       "output-format", "randseed", "debug-corrupt"};
+  for (const char* v : valued)
+    if (name == v)
+      return true;
+  return false;
+}
+
 // An integer from min to max; digits only (no sign, no spaces).
 absl::Status parse_unsigned(const std::string& name, const std::string& value, unsigned* out, unsigned min,
                             unsigned max) {
   uint64_t v;
-  bool digits = !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
-  if (!digits || !absl::SimpleAtoi(value, &v) || v < min || v > max)
+  if (!all_digits(value) || !absl::SimpleAtoi(value, &v) || v < min || v > max)
     return bad(name, value,
                (min == 1 ? absl::StrCat("a positive integer, at most ", max)
                          : absl::StrCat("an integer from ", min, " to ", max)).c_str());
@@ -83,13 +100,21 @@ absl::Status check_combination(const job_options& o) {
 
 absl::StatusOr<job_options> parse_options(int argc, char** argv) {
   job_options o;
+  bool options_ended = false;  // after "--" (getopt's end of options) nothing is an option
   for (int a = 1; a < argc; a++) {
     std::string arg = argv[a];
-    auto opt = tools::split_option(arg);
+    if (!options_ended && arg == "--") {
+      options_ended = true;
+      continue;
+    }
+    auto opt = options_ended ? std::nullopt : tools::split_option(arg);
     if (!opt)
-      return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", arg, "' (options are --name=value)"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unexpected argument '", arg, "': iov-fio takes options only (--name=value), no file or device"));
     const std::string& name = opt->first;
     const std::string value = opt->second.value_or("");
+    if (!opt->second && takes_value(name))
+      return absl::InvalidArgumentError(absl::StrCat("--", name, " needs a value: --", name, "=VALUE"));
     absl::Status s;
     if (name == "driver") {
       if (value != "brd" && value != "null_blk")
@@ -141,11 +166,13 @@ absl::StatusOr<job_options> parse_options(int argc, char** argv) {
       if (value != "normal" && value != "json")
         return bad(name, value, "normal or json");
       o.json = value == "json";
-    } else if (name == "prefill") {
-      o.prefill = value.empty() || value == "1";
+    } else if (name == "prefill" || name == "progress") {
+      if (!value.empty() && value != "0" && value != "1")
+        return bad(name, value, "0 or 1 (no value: 1)");
+      (name == "prefill" ? o.prefill : o.progress) = value != "0";
     } else if (name == "randseed") {
-      if (!absl::SimpleAtoi(value, &o.seed))
-        return bad(name, value, "an integer");
+      if (!all_digits(value) || !absl::SimpleAtoi(value, &o.seed))
+        return bad(name, value, "a non-negative integer, below 2^64");
     } else if (name == "debug-corrupt") {
       auto v = tools::parse_size(value);
       if (!v.ok())

@@ -110,8 +110,8 @@ std::string format_status(const status_snapshot& s) {
   return line + "[eta " + eta_text(s.eta_s) + "]";
 }
 
-status_line::status_line(const job_options& o, const std::vector<job_progress>& jobs, FILE* out)
-    : o_(o), jobs_(jobs), out_(out), start_ns_(monotonic_ns()) {
+status_line::status_line(const job_options& o, const std::vector<job_progress>& jobs, FILE* out, bool prefill_only)
+    : o_(o), jobs_(jobs), out_(out), prefill_only_(prefill_only), start_ns_(monotonic_ns()) {
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -122,7 +122,14 @@ void status_line::loop() {
   uint64_t last = start_ns_;
   while (!cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_; })) {
     uint64_t now = monotonic_ns();
-    print(snapshot(now, static_cast<double>(now - last) / 1e9));
+    status_snapshot s = snapshot(now, static_cast<double>(now - last) / 1e9);
+    if (prefill_only_ && s.run_str.find_first_of("PI") == std::string::npos) {
+      if (printed_)
+        std::fputc('\n', out_);
+      printed_ = false;
+      return;
+    }
+    print(s);
     last = now;
   }
 }

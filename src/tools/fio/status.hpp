@@ -9,7 +9,8 @@
 // V verifying, P not started, E done and waiting for the verify, _ done, X
 // failed) condensed into runs, the percentage done, the bandwidth and IOPS of
 // the last second per direction, and the time left. Nothing is printed unless asked (main() asks only when
-// stdout is a terminal and the output is not JSON, as fio's --eta=auto).
+// stdout is a terminal and the output is not JSON, as fio's --eta=auto; or,
+// for the prefill alone, on stderr when that is a terminal or --progress).
 //
 //   std::vector<iov::fio::job_progress> progress(numjobs);
 //   iov::fio::status_line status(opts, progress, stdout);   // starts its thread
@@ -82,7 +83,9 @@ std::string format_status(const status_snapshot& s);
 
 class status_line {
  public:
-  status_line(const job_options& o, const std::vector<job_progress>& jobs, FILE* out);
+  // prefill_only: the line ends (with a newline) once no job is prefilling
+  // or waiting to start, for the prefill's progress on stderr.
+  status_line(const job_options& o, const std::vector<job_progress>& jobs, FILE* out, bool prefill_only = false);
   ~status_line();
   status_line(const status_line&) = delete;
   status_line& operator=(const status_line&) = delete;
@@ -97,6 +100,7 @@ class status_line {
   const job_options& o_;
   const std::vector<job_progress>& jobs_;
   FILE* out_;
+  bool prefill_only_;
   uint64_t start_ns_;
   uint64_t last_bytes_[2] = {}, last_ios_[2] = {};
   size_t last_len_ = 0;

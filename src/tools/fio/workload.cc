@@ -24,7 +24,6 @@
 #include "fio/job.hpp"
 #include "fio/status.hpp"
 #include "iov/iov.hpp"
-#include "iov_drivers/null_blk.hpp"
 
 namespace iov::fio {
 
@@ -496,19 +495,6 @@ run_result setup_failure(const absl::Status& s) {
 }
 
 }  // namespace
-
-absl::Status check_device(const job_options& o, const blkdev& dev) {
-  if (const auto* nullb = dynamic_cast<const nullb_device*>(&dev); o.verify && nullb && !nullb->config().memory_backed)
-    return absl::InvalidArgumentError(
-        "--verify=crc32c reads back what was written, but null_blk with --memory_backed=0 stores nothing");
-  if (const uint64_t zone = dev.limits().chunk_sectors << SECTOR_SHIFT; (dev.limits().features & BLK_FEAT_ZONED) && zone) {
-    if (o.size / o.numjobs < zone)
-      return absl::InvalidArgumentError(absl::StrCat("--numjobs=", o.numjobs, " leaves each job ", o.size / o.numjobs,
-                                                     " bytes, less than one zone (", zone,
-                                                     " bytes): on a zoned device each job writes whole zones"));
-  }
-  return absl::OkStatus();
-}
 
 run_result run(const job_options& o, blkdev& dev, std::vector<job_progress>* progress) {
   run_result r;

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,9 +19,10 @@
 namespace {
 
 constexpr char kUsage[] =
-    "usage: iov-scan [--block=SIZE] FILE...\n"
+    "usage: iov-scan [--block=SIZE] [--] FILE...\n"
     "  --block=SIZE  zero-detection granularity, 1 byte to 1g (default 4k)\n"
     "  --help, --version  this text; the program's version and commit\n"
+    "  --       the arguments that follow are FILEs, even those starting with '-'\n"
     "Reads regular files only (not devices, FIFOs, sockets or /proc files).\n"
     "Exit status: 0 every file scanned; 1 a file could not be scanned (its error is\n"
     "on stderr, the other files are still reported) or io_uring could not be set up;\n"
@@ -38,10 +40,17 @@ int usage(const char* msg) {
 int main(int argc, char** argv) {
   iov::tools::scan_options opts;
   std::vector<std::string> files;
+  bool options_ended = false;  // after "--", every argument is a FILE, as getopt has it
   for (int a = 1; a < argc; a++) {
     std::string arg = argv[a];
-    auto opt = iov::tools::split_option(arg);
+    if (!options_ended && arg == "--") {
+      options_ended = true;
+      continue;
+    }
+    auto opt = options_ended ? std::nullopt : iov::tools::split_option(arg);
     if (!opt) {
+      if (!options_ended && arg.size() > 1 && arg[0] == '-')
+        return usage(("unknown option " + arg + " (a FILE whose name starts with '-' goes after --)").c_str());
       files.push_back(arg);
       continue;
     }
@@ -49,8 +58,10 @@ int main(int argc, char** argv) {
       return usage(nullptr);
     if (opt->first == "version")
       return iov::tools::print_version("iov-scan"), 0;
-    if (opt->first != "block" || !opt->second)
-      return usage(("unknown option " + arg).c_str());
+    if (opt->first != "block")
+      return usage(("unknown option --" + opt->first).c_str());
+    if (!opt->second)
+      return usage("--block needs a value: --block=SIZE");
     auto block = iov::tools::parse_size(*opt->second);
     if (!block.ok())
       return usage(("--block: " + std::string(block.status().message())).c_str());
