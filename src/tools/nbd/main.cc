@@ -49,7 +49,7 @@ constexpr char kUsage[] =
     "          (seconds; 0: none) --payload-memory=64m --threads=N (default: one per CPU, at most 8)\n"
     "  --help, --version  this text; the program's version and commit\n"
     "  The disk lives in this process's memory: its contents are gone when the server exits.\n"
-    "  A listening socket handed over by systemd (LISTEN_PID, LISTEN_FDS=1) is served instead.\n"
+    "  A socket systemd hands over (LISTEN_PID, LISTEN_FDS=1) is served instead of one of its own.\n"
     "Exit status: 0 stopped by SIGINT, SIGTERM, SIGHUP or SIGQUIT; with --run, CMD's status (128 + the\n"
     "signal's number when a signal ended it); 1 the server could not start (the address or the socket\n"
     "handed over, the TLS credentials, the pidfile, or CMD's shell); 2 a bad command line or settings the\n"
