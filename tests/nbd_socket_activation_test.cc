@@ -6,9 +6,7 @@
 // handed-over socket; variables naming another process are ignored.
 //
 //   build/release/tests/nbd_socket_activation_test
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -45,20 +43,6 @@ bool wait_for_socket(const std::string& path) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   return false;
-}
-
-// A TCP port nobody listens on now.
-uint16_t free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof sa;
-  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) != 0)
-    return 0;
-  close(fd);
-  return ntohs(sa.sin_port);
 }
 
 // Writes and reads back through our client on a connection to the server.
@@ -101,7 +85,7 @@ TEST(NbdSocketActivation, ServesRealClientsOnAHandedOverTcpSocket) {
   REQUIRE_PROGRAM();
   REQUIRE_TOOL("systemd-socket-activate");
   REQUIRE_TOOL("nbdinfo");
-  const uint16_t port = free_port();
+  const uint16_t port = free_tcp_port();
   ASSERT_NE(port, 0);
   const std::string address = "127.0.0.1:" + std::to_string(port);
   auto srv = activate(address, {"--size=8m"});

@@ -261,21 +261,6 @@ TEST_P(NbdReadOnly, RefusesEveryWriteWithEperm) {
 INSTANTIATE_TEST_SUITE_P(Forms, NbdReadOnly, testing::Bool(),
                          [](const testing::TestParamInfo<bool>& i) { return i.param ? "Short" : "Long"; });
 
-// A port nothing listens on now: the kernel's choice for a probe socket.
-uint16_t probe_free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof sa;
-  uint16_t port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) == 0)
-    port = ntohs(sa.sin_port);
-  close(fd);
-  return port;
-}
-
 class NbdTcp : public testing::TestWithParam<bool> {};
 
 TEST_P(NbdTcp, ServesOnLoopback) {
@@ -283,7 +268,7 @@ TEST_P(NbdTcp, ServesOnLoopback) {
   std::unique_ptr<nbd::server_process> srv;
   uint16_t port = 0;
   for (int attempt = 0; attempt < 5 && !srv; attempt++) {  // another may take the port between probe and bind
-    port = probe_free_port();
+    port = free_tcp_port();
     ASSERT_NE(port, 0);
     std::vector<std::string> args{"--driver=brd", "--size=4m"};
     if (GetParam())

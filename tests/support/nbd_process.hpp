@@ -87,6 +87,9 @@ struct run_result {
 run_result run(const std::vector<std::string>& argv, int timeout_ms = 300000);
 // The program's path on $PATH, or "" when it is not installed.
 std::string which(const std::string& program);
+// A 127.0.0.1 TCP port nothing listens on now (the kernel's choice for a
+// probe socket), or 0 when none could be had.
+uint16_t free_tcp_port();
 // nbd+unix:///?socket=PATH
 inline std::string unix_uri(const std::string& socket) { return "nbd+unix:///?socket=" + socket; }
 
