@@ -1,5 +1,5 @@
-// copy_nocache_test.cc: copy_from_iter_nocache (copy_nocache.hpp) and the
-// streaming-store copies under it (internal/memcpy_nt.hpp) against memcpy over
+// copy_nocache_test.cc: copy_from_iter_nocache and copy_to_iter_nocache
+// (copy_nocache.hpp) and the streaming-store copies under them (internal/memcpy_nt.hpp) against memcpy over
 // a flat model, at every dispatch level the CPU has.
 //
 //   ctest --preset release -R copy_nocache
@@ -11,12 +11,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bitset>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <random>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "iov/internal/outofline.hpp"
@@ -268,8 +270,69 @@ TEST_P(CopyNocacheIter, RandomLayoutsOfEveryType) {
   }
 }
 
+// ---- into the iterator ------------------------------------------------------
+
+using copy_to_fn = size_t (*)(const void*, size_t, iov::iov_iter*);
+
+// Copies `bytes` of random source into a copy of l.iter (ITER_DEST) with
+// `copy`, and checks the arena against the model: byte k of the source at
+// l.at[k] for k below the count, every other byte of the arena as it was.
+// Where bvec pieces overlap, a byte written twice may hold either write (the
+// streams are interleaved), so it must hold one of them.
+void check_copy_to(layout& l, copy_to_fn copy, size_t bytes, std::mt19937_64& rng, iov::iov_iter* after) {
+  const size_t arena_len = kArenaPages * iov::PAGE_SIZE, count = l.iter.count;
+  const size_t want = std::min(bytes, l.at.size());
+  const std::vector<u8> before(l.arena, l.arena + arena_len);  // random, or the last check's copy
+  std::vector<u8> src(want + 1);
+  fill_random(src.data(), src.size(), rng);
+  // For each byte of the arena: how many writes reach it, and the first one's k.
+  std::vector<uint32_t> writes(arena_len), first(arena_len);
+  for (size_t k = 0; k < want; k++) {
+    const size_t off = l.at[k] - l.arena;
+    if (writes[off]++ == 0) first[off] = static_cast<uint32_t>(k);
+  }
+  *after = l.iter;
+  ASSERT_EQ(copy(src.data(), bytes, after), want) << "bytes=" << bytes;
+  EXPECT_EQ(iov::iov_iter_count(after), count - want);
+  std::unordered_map<size_t, std::bitset<256>> either;  // the values of the bytes written more than once
+  for (size_t k = 0; k < want; k++)
+    if (const size_t off = l.at[k] - l.arena; writes[off] > 1) either[off].set(src[k]);
+  for (size_t off = 0; off < arena_len; off++) {
+    if (writes[off] == 0) {
+      ASSERT_EQ(l.arena[off], before[off]) << "byte " << off << " of the arena changed, bytes=" << bytes;
+    } else if (writes[off] == 1) {
+      ASSERT_EQ(l.arena[off], src[first[off]]) << "byte " << off << ", bytes=" << bytes;
+    } else {
+      ASSERT_TRUE(either[off].test(l.arena[off])) << "byte " << off << " holds none of its writes, bytes=" << bytes;
+    }
+  }
+}
+
+class CopyToNocacheIter : public CopyNocacheLevel {};
+
+TEST_P(CopyToNocacheIter, RandomLayoutsOfEveryType) {
+  const uint64_t seed = test_seed(0xc0c2e);
+  SCOPED_TRACE("IOV_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  for (iov::iter_type t : {iov::ITER_UBUF, iov::ITER_IOVEC, iov::ITER_KVEC, iov::ITER_BVEC, iov::ITER_XARRAY}) {
+    for (int round = 0; round < 20; round++) {
+      SCOPED_TRACE("type=" + std::to_string(t) + " round=" + std::to_string(round));
+      layout l;
+      build(&l, t, iov::ITER_DEST, rng);
+      const size_t count = l.iter.count;
+      for (size_t bytes : {count, count + 1, size_t(rng() % (count + 1)), size_t(rng() % 300)}) {
+        iov::iov_iter a, b;
+        ASSERT_NO_FATAL_FAILURE(check_copy_to(l, iov::copy_to_iter_nocache, bytes, rng, &a));
+        ASSERT_NO_FATAL_FAILURE(check_copy_to(l, iov::internal::outofline::copy_to_iter_nocache, bytes, rng, &b));
+        EXPECT_TRUE(same_position(a, b)) << "inline and out of line end apart";
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Levels, CopyNocacheLevel, iov_test::all_simd_levels(), iov_test::simd_level_param_name);
 INSTANTIATE_TEST_SUITE_P(Levels, CopyNocacheIter, iov_test::all_simd_levels(), iov_test::simd_level_param_name);
+INSTANTIATE_TEST_SUITE_P(Levels, CopyToNocacheIter, iov_test::all_simd_levels(), iov_test::simd_level_param_name);
 
 // Out of an ITER_DEST iterator (a discard one included): 0, nothing changes.
 TEST(CopyNocacheContract, DestIteratorCopiesNothing) {
@@ -285,6 +348,23 @@ TEST(CopyNocacheContract, DestIteratorCopiesNothing) {
     EXPECT_TRUE(same_position(a, l.iter));
     EXPECT_TRUE(same_position(b, l.iter));
     EXPECT_TRUE(d.holds(nullptr, 0));
+  }
+}
+
+// Into an ITER_SOURCE iterator: 0, nothing changes, nothing written.
+TEST(CopyNocacheContract, SourceIteratorTakesNothing) {
+  std::mt19937_64 rng(test_seed(0x50c));
+  for (iov::iter_type t : {iov::ITER_UBUF, iov::ITER_IOVEC, iov::ITER_KVEC, iov::ITER_BVEC, iov::ITER_XARRAY}) {
+    layout l;
+    build(&l, t, iov::ITER_SOURCE, rng);
+    const std::vector<u8> before(l.arena, l.arena + kArenaPages * iov::PAGE_SIZE);
+    std::vector<u8> src(8192, 0x5a);
+    iov::iov_iter a = l.iter, b = l.iter;
+    EXPECT_EQ(iov::copy_to_iter_nocache(src.data(), src.size(), &a), 0u);
+    EXPECT_EQ(iov::internal::outofline::copy_to_iter_nocache(src.data(), src.size(), &b), 0u);
+    EXPECT_TRUE(same_position(a, l.iter));
+    EXPECT_TRUE(same_position(b, l.iter));
+    EXPECT_TRUE(std::equal(before.begin(), before.end(), l.arena));
   }
 }
 
@@ -308,6 +388,30 @@ TEST(CopyNocacheContract, UserFaultStopsShort) {
       ASSERT_EQ(got, n);
       EXPECT_TRUE(d.holds(model.data(), n));
       EXPECT_EQ(iov::iov_iter_count(&a), l.iter.count - n);
+    }
+  }
+}
+
+// Into a user-backed iterator that faults after n bytes: exactly n written,
+// the iterator advanced by n.
+TEST(CopyNocacheContract, UserFaultStopsCopyToShort) {
+  std::mt19937_64 rng(test_seed(0xfa18));
+  for (iov::iter_type t : {iov::ITER_UBUF, iov::ITER_IOVEC}) {
+    for (int round = 0; round < 20; round++) {
+      layout l;
+      build(&l, t, iov::ITER_DEST, rng);
+      const std::vector<u8> before(l.arena, l.arena + kArenaPages * iov::PAGE_SIZE);
+      std::vector<u8> src(l.at.size() + 1);
+      fill_random(src.data(), src.size(), rng);
+      size_t n = rng() % (l.at.size() + 1);
+      iov::internal::usercopy_fault_after(n);
+      iov::iov_iter a = l.iter;
+      size_t got = iov::copy_to_iter_nocache(src.data(), l.at.size(), &a);
+      iov::internal::usercopy_fault_clear();
+      ASSERT_EQ(got, n);
+      EXPECT_EQ(iov::iov_iter_count(&a), l.iter.count - n);
+      for (size_t k = 0; k < l.at.size(); k++)
+        ASSERT_EQ(*l.at[k], k < n ? src[k] : before[l.at[k] - l.arena]) << "byte " << k;
     }
   }
 }

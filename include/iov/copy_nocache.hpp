@@ -1,7 +1,11 @@
-// copy_nocache.hpp: copy_from_iter_nocache(), a copy out of an iterator whose
-// stores bypass the cache — for data written once and not read again soon (a
-// block driver filling its backing store), where cached stores would evict
-// the working set and spend bandwidth on reading the destination first.
+// copy_nocache.hpp: copies whose stores bypass the cache — for data written
+// once and not read again soon, where cached stores would evict the working
+// set and spend bandwidth on reading the destination first:
+//   copy_from_iter_nocache()  out of an iterator (the kernel's), as a block
+//                             driver fills its backing store
+//   copy_to_iter_nocache()    into an iterator (the library's own: the kernel
+//                             has no such call), as a server receives a
+//                             payload into pages it hands on unread
 //
 //   iov::iov_iter it;
 //   iov::iov_iter_bvec(&it, iov::ITER_SOURCE, bvecs, nr, total);
@@ -13,8 +17,9 @@
 // shorter pieces are copied with memcpy. The fence waits for the streamed
 // lines to reach memory, so one call per page costs about twice one call
 // per many pages: batch pages into one iterator where possible.
-// As copy_from_iter(): 0 and no change on an ITER_DEST iterator, the count is
-// clamped, and an injected user-copy fault stops it short.
+// As copy_from_iter() and copy_to_iter(): 0 and no change on an iterator of
+// the wrong direction, the count is clamped, and an injected user-copy fault
+// stops it short.
 #pragma once
 
 #include <cstddef>
@@ -66,6 +71,52 @@ inline size_t copy_from_iter_nocache(void* addr, size_t bytes, iov_iter* i) {
 
 inline size_t copy_from_iter_nocache(void* addr, size_t bytes, iov_iter* i) {
   return internal::copy_from_iter_nocache<internal::inline_walk>(addr, bytes, i);
+}
+
+// --- copy_to_iter_nocache() --------------------------------------------------
+
+namespace internal {
+// The steps: priv is the source, priv2 the memcpy_nt_batch.
+inline size_t memcpy_to_iter_nocache(void* iter_to, size_t progress, size_t len, void* from, void* batch) {
+  static_cast<memcpy_nt_batch*>(batch)->add(iter_to, static_cast<const char*>(from) + progress, len);
+  return 0;
+}
+inline size_t copy_to_user_iter_nocache(void* iter_to, size_t progress, size_t len, void* from, void* batch) {
+  size_t n = usercopy_allow(len);
+  static_cast<memcpy_nt_batch*>(batch)->add(iter_to, static_cast<const char*>(from) + progress, n);
+  return len - n;
+}
+
+using copy_to_nocache_steps = steps<copy_to_user_iter_nocache, memcpy_to_iter_nocache>;
+
+// As copy_from_iter_nocache<W>: an XARRAY's pages stay in the RCU section
+// until the batch is finished.
+template <Walk W>
+inline size_t copy_to_iter_nocache(const void* addr, size_t bytes, iov_iter* i) {
+  if (IOV_UNLIKELY(i->data_source))
+    return 0;
+  memcpy_nt_batch batch;
+  if (IOV_UNLIKELY(iov_iter_is_xarray(i))) {
+    rcu_read_guard rcu;
+    size_t n = W::template run<copy_to_nocache_steps>(i, bytes, const_cast<void*>(addr), &batch);
+    batch.finish();
+    return n;
+  }
+  size_t n = W::template run<copy_to_nocache_steps>(i, bytes, const_cast<void*>(addr), &batch);
+  batch.finish();
+  return n;
+}
+}  // namespace internal
+
+// copy_to_iter() with streaming stores into the iterator's memory: for a
+// destination nobody reads soon (pages handed to a device), where through the
+// cache every line would first be read from memory. The library's own name,
+// after copy_from_iter_nocache(); the kernel has no copy into an iterator
+// that bypasses the cache. Where the iterator's pieces overlap, which of the
+// copies reaches an overlapping byte last is not defined (the streams are
+// interleaved).
+inline size_t copy_to_iter_nocache(const void* addr, size_t bytes, iov_iter* i) {
+  return internal::copy_to_iter_nocache<internal::inline_walk>(addr, bytes, i);
 }
 
 // --- copy_from_iter_full_nocache() and copy_from_iter_flushcache() (uio.h) ---------

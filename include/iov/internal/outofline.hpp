@@ -50,6 +50,9 @@ struct operations_over {
   static bool copy_from_iter_full_nocache(void* addr, size_t bytes, iov_iter* i) {
     return internal::copy_from_iter_full_nocache<W>(addr, bytes, i);
   }
+  static size_t copy_to_iter_nocache(const void* addr, size_t bytes, iov_iter* i) {
+    return internal::copy_to_iter_nocache<W>(addr, bytes, i);
+  }
   static size_t copy_page_to_iter_nofault(page* pg, unsigned offset, size_t bytes, iov_iter* i) {
     return internal::copy_page_to_iter_nofault<W>(pg, offset, bytes, i);
   }

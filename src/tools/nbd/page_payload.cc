@@ -2,11 +2,10 @@
 #include "nbd/page_payload.hpp"
 
 #include <algorithm>
-#include <cstring>
 
-#include "iov/internal/memcpy_nt.hpp"
+#include "iov/copy.hpp"
+#include "iov/copy_nocache.hpp"
 #include "iov/page.hpp"
-#include "iov/iterate.hpp"
 
 namespace iov::nbd {
 
@@ -39,34 +38,29 @@ bool page_payload::prepare(uint64_t offset, uint64_t length) {
   return true;
 }
 
-namespace {
-
-// fill()'s step over the pieces of rest(), priv a fill_source: the partial
-// pages at the ends get memcpy, every other page goes into the batch.
-struct fill_source {
-  const char* from;
-  const page* head;  // the partial page at the start, or nullptr
-  const page* tail;  // the partial page at the end, or nullptr
-  internal::memcpy_nt_batch batch;
-};
-
-size_t fill_step(void* to, size_t progress, size_t len, void* priv, void*) {
-  auto* s = static_cast<fill_source*>(priv);
-  const page* pg = virt_to_page(to);
-  if (pg == s->head || pg == s->tail)
-    std::memcpy(to, s->from + progress, len);
-  else
-    s->batch.add(to, s->from + progress, len);
-  return 0;
-}
-
-}  // namespace
-
+// The whole pages go to the device unread: streaming stores. The partial
+// pages at the ends are read again by commit()'s writes: memcpy. rest() may
+// have been advanced by a receive into it, so the position comes from its count.
 void page_payload::fill(const void* src, size_t len) {
-  fill_source s{static_cast<const char*>(src), head_ ? pieces_.front().bv_page : nullptr,
-                tail_ ? pieces_.back().bv_page : nullptr, {}};
-  iterate_bvec(&rest_, len, &s, nullptr, fill_step);
-  s.batch.finish();
+  const size_t total = static_cast<size_t>(head_) + tail_ +
+                       ((pieces_.size() - (head_ ? 1 : 0) - (tail_ ? 1 : 0)) << PAGE_SHIFT);
+  const size_t whole_end = total - tail_;
+  const char* from = static_cast<const char*>(src);
+  len = std::min(len, iov_iter_count(&rest_));
+  while (len) {
+    const size_t at = total - iov_iter_count(&rest_);
+    size_t n;
+    if (at < head_)
+      n = copy_to_iter(from, std::min<size_t>(len, head_ - at), &rest_);
+    else if (at < whole_end)
+      n = copy_to_iter_nocache(from, std::min(len, whole_end - at), &rest_);
+    else
+      n = copy_to_iter(from, len, &rest_);
+    if (!n)
+      break;  // a guard: pages of the allocator take every byte
+    from += n;
+    len -= n;
+  }
 }
 
 int page_payload::write_piece(blkdev& dev, unsigned rq_flags, uint64_t offset, const bio_vec& bv,
