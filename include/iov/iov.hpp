@@ -33,6 +33,7 @@
 #include "iov/copy_nocache.hpp"
 #include "iov/crc32c.hpp"
 #include "iov/zero_scan.hpp"
+#include "iov/walk.hpp"
 #include "iov/registered_buffers.hpp"
 #include "iov/cxx/pieces.hpp"
 #include "iov/cxx/iter.hpp"

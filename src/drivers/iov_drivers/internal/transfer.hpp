@@ -12,10 +12,12 @@
 // legacy: the driver's page is mapped once with kmap_local_page and the steps
 // are plain memcpy/memset, as before it. nocache: modern, but a write goes
 // into the page through copy_from_iter_nocache (streaming stores).
-// inlined: iterate_and_advance2 with the step inlined in the walk;
-// outofline: generic_iterate calling the same step through a function
-// pointer. Each function returns the bytes processed; a short count means the
-// iterator ended (an XARRAY hole).
+// The iteration mode picks the walk (iov/walk.hpp) that drives the steps and
+// the library's operations alike: inlined, iov::inline_walk
+// (iterate_and_advance2 with the step inlined); outofline, iov::pointer_walk
+// (generic_iterate calling the same step through a function pointer). Each
+// function returns the bytes processed; a short count means the iterator
+// ended (an XARRAY hole).
 #pragma once
 
 #include <cstddef>
@@ -23,9 +25,8 @@
 
 #include "iov/copy_nocache.hpp"
 #include "iov/highmem.hpp"
-#include "iov/internal/outofline.hpp"
-#include "iov/iterate.hpp"
 #include "iov/page.hpp"
+#include "iov/walk.hpp"
 #include "iov/zero_scan.hpp"
 #include "iov_drivers/blkdev.hpp"
 
@@ -74,22 +75,16 @@ inline size_t blk_legacy_fill_step(void* base, size_t, size_t len, void* priv, v
   return 0;
 }
 
-template <iteration_mode I, iov_step_f Step>
+// One step for both kinds of piece, over the walk W.
+template <Walk W, iov_step_f Step>
 IOV_ALWAYS_INLINE size_t blk_walk(iov_iter* it, size_t len, void* priv) {
-  if constexpr (I == iteration_mode::inlined) {
-    auto step = [](void* base, size_t progress, size_t n, void* p, void* p2) -> size_t {
-      return Step(base, progress, n, p, p2);
-    };
-    return iterate_and_advance2(it, len, priv, nullptr, step, step);
-  } else {
-    return generic_iterate(it, len, priv, nullptr, Step, Step);
-  }
+  return W::template run<steps<Step, Step>>(it, len, priv, nullptr);
 }
 
-template <copy_mode M, iteration_mode I>
+template <copy_mode M, Walk W>
 struct blk_copier {
   static constexpr copy_mode mode = M;
-  static constexpr iteration_mode iteration = I;
+  using ops = operations_over<W>;
 
   // len bytes of pg from offset into the iterator (a read).
   static size_t page_to_iter(page* pg, size_t offset, size_t len, iov_iter* it) {
@@ -99,11 +94,7 @@ struct blk_copier {
   // len bytes of the iterator into pg from offset (a write).
   static size_t iter_to_page(page* pg, size_t offset, size_t len, iov_iter* it) {
     if constexpr (M == copy_mode::nocache) {
-      void* to = static_cast<char*>(page_address(pg)) + offset;
-      if constexpr (I == iteration_mode::inlined)
-        return copy_from_iter_nocache(to, len, it);
-      else
-        return iov::internal::outofline::copy_from_iter_nocache(to, len, it);
+      return ops::copy_from_iter_nocache(static_cast<char*>(page_address(pg)) + offset, len, it);
     } else {
       return page_walk<blk_modern_to_page_step, blk_legacy_to_page_step>(pg, offset, len, it);
     }
@@ -112,9 +103,9 @@ struct blk_copier {
   // len bytes of c into the iterator (a read of what the device does not store).
   static size_t fill_iter(int c, size_t len, iov_iter* it) {
     if constexpr (M != copy_mode::legacy)
-      return blk_walk<I, blk_modern_fill_step>(it, len, &c);
+      return blk_walk<W, blk_modern_fill_step>(it, len, &c);
     else
-      return blk_walk<I, blk_legacy_fill_step>(it, len, &c);
+      return blk_walk<W, blk_legacy_fill_step>(it, len, &c);
   }
 
   // len bytes of c into pg from offset.
@@ -130,10 +121,7 @@ struct blk_copier {
 
   // Are the next len bytes of the iterator zero? Does not advance.
   static bool iter_is_zero(const iov_iter* it, size_t len) {
-    if constexpr (I == iteration_mode::inlined)
-      return iov_iter_is_zero(it, len);
-    else
-      return iov::internal::outofline::iov_iter_is_zero(it, len);
+    return ops::iov_iter_is_zero(it, len);
   }
 
  private:
@@ -144,22 +132,22 @@ struct blk_copier {
   IOV_ALWAYS_INLINE static size_t page_walk(page* pg, size_t offset, size_t len, iov_iter* it) {
     if constexpr (M != copy_mode::legacy) {
       page_piece p{pg, offset};
-      return blk_walk<I, ModernStep>(it, len, &p);
+      return blk_walk<W, ModernStep>(it, len, &p);
     } else {
       char* kaddr = static_cast<char*>(kmap_local_page(pg));
-      size_t n = blk_walk<I, LegacyStep>(it, len, kaddr + offset);
+      size_t n = blk_walk<W, LegacyStep>(it, len, kaddr + offset);
       kunmap_local(kaddr);
       return n;
     }
   }
 };
 
-// Calls f(blk_copier<M, I>{}) for the settings: one switch per request, and a
+// Calls f(blk_copier<M, W>{}) for the settings: one switch per request, and a
 // loop compiled for each of the six forms.
 template <copy_mode M, class F>
 IOV_ALWAYS_INLINE decltype(auto) blk_dispatch_iteration(iteration_mode i, F&& f) {
-  if (i == iteration_mode::inlined) return f(blk_copier<M, iteration_mode::inlined>{});
-  return f(blk_copier<M, iteration_mode::outofline>{});
+  if (i == iteration_mode::inlined) return f(blk_copier<M, inline_walk>{});
+  return f(blk_copier<M, pointer_walk>{});
 }
 template <class F>
 IOV_ALWAYS_INLINE decltype(auto) blk_dispatch(copy_mode m, iteration_mode i, F&& f) {
