@@ -307,10 +307,15 @@ TEST(Brd, ServicesRejectRangesBeyondTheEnd) {
 TEST(Brd, LimitsDescribeWhatItAccepts) {
   auto dev = make_brd({.size = 16 * kPage});
   EXPECT_STREQ(dev->name(), "brd");
+  // drivers/block/brd.c's: sectors of 512 bytes in pages, a discard frees
+  // whole pages, and one DISCARD or WRITE_ZEROES may cover UINT_MAX bytes
+  // rounded down to sectors (8388607 sectors, 4 GiB less one sector).
   EXPECT_EQ(dev->limits().logical_block_size, 512u);
+  EXPECT_EQ(dev->limits().physical_block_size, kPage);
   EXPECT_EQ(dev->limits().discard_granularity, kPage);
-  EXPECT_GT(dev->limits().max_hw_discard_sectors, 0u);
-  EXPECT_GT(dev->limits().max_write_zeroes_sectors, 0u);
+  EXPECT_EQ(dev->limits().max_hw_discard_sectors, 8388607u);
+  EXPECT_EQ(dev->limits().max_write_zeroes_sectors, 8388607u);
+  EXPECT_EQ(dev->limits().chunk_sectors, 0u);
   EXPECT_EQ(dev->limits().features & iov::BLK_FEAT_ZONED, 0u);
 }
 
