@@ -273,7 +273,7 @@ inline ssize_t extract_kvec_to_sg(iov_iter* iter, size_t maxsize, sg_table* sgta
 
 // BVECQ: one entry a slot piece, as the posting's extract_bvecq_to_sg().
 // A slot with a length must name a page (a programming error under the
-// checks; unchecked, its bytes are passed over unlisted as no memory).
+// checks; unchecked, the extraction ends before it, as the walks do).
 inline ssize_t extract_bvecq_to_sg(iov_iter* iter, size_t maxsize, sg_table* sgtable, unsigned sg_max) {
   const bvecq* bq = iter->bvecq;
   scatterlist* sg = sgtable->sgl + sgtable->nents;
@@ -295,11 +295,8 @@ inline ssize_t extract_bvecq_to_sg(iov_iter* iter, size_t maxsize, sg_table* sgt
       slot++;
       continue;
     }
-    if (IOV_BUG_ON(!bv.bv_page, "extract_iter_to_sg: a bvecq slot with a length and no page")) {
-      offset = 0;
-      slot++;
-      continue;
-    }
+    if (IOV_BUG_ON(!bv.bv_page, "extract_iter_to_sg: a bvecq slot with a length and no page"))
+      break;
     size_t part = std::min(maxsize - ret, blen - offset);
     sg_set_page(sg, bv.bv_page, static_cast<unsigned>(part), static_cast<unsigned>(bv.bv_offset + offset));
     sgtable->nents++;
