@@ -3,7 +3,7 @@
 // BVECQ, those bio_vecs in a queue with empty segments; FOLIOQ, folios of
 // orders 0-2 across segments; XARRAY with holes at any index; DISCARD) driven through a random sequence of
 // copies, zeroing, CRCs (plain, fused and streaming), zero scans, advance, revert,
-// truncate, reexpand, save/restore, extract_pages and raw walks with short
+// truncate, reexpand, save/restore, extract_pages, extract_iter_to_sg and raw walks with short
 // steps, each checked against the flat model of fuzz_model.hpp after every
 // operation: return value, count, position and every byte of every buffer.
 // The data operations run on a copy of the iterator through their *_outofline
@@ -29,6 +29,7 @@
 #include "iov/extract.hpp"
 #include "iov/internal/crc32c_simd.hpp"
 #include "iov/internal/outofline.hpp"
+#include "iov/scatterlist.hpp"
 
 namespace {
 
@@ -238,6 +239,50 @@ void op_extract(layout& L, input& in) {
   if (!own_array) std::free(pages);
 }
 
+// extract_iter_to_sg(): the entries, in order, are where the model puts the
+// bytes; a page an entry for the types the kernel lists so; nothing past
+// sg_max; the whole request unless the table filled or an XARRAY hole came
+// first; and the iterator advanced by the return.
+void op_extract_to_sg(layout& L, input& in) {
+  size_t maxsize = in.length(2 * fuzz::kMaxSeg);
+  unsigned sg_max = static_cast<unsigned>(in.below(9));
+  unsigned start = static_cast<unsigned>(in.below(2));  // entries already in the table
+  if (start && sg_max == 8) sg_max = 7;
+  iov::scatterlist sgl[9];
+  iov::sg_init_table(sgl, 9);
+  sgl[start + sg_max].length = 0xdead;  // the first entry past the room given
+  iov::sg_table t = {sgl, start, start};
+  ssize_t r = iov::extract_iter_to_sg(&L.it, maxsize, &t, sg_max, 0);
+  size_t limit = maxsize < L.count ? maxsize : L.count;
+  fuzz::trace("extract_iter_to_sg %zu max %u entries after %u -> %zd (%u entries)", maxsize, sg_max, start, r,
+              t.nents - start);
+  FUZZ_CHECK(sgl[start + sg_max].length == 0xdead);
+  if (L.discard() && maxsize) {
+    FUZZ_CHECK(r == -EIO && t.nents == start);
+    return;
+  }
+  if (!limit || !sg_max) {
+    FUZZ_CHECK(r == 0 && t.nents == start);
+    return;
+  }
+  FUZZ_CHECK(r >= 0 && static_cast<size_t>(r) <= limit);
+  FUZZ_CHECK(t.nents - start <= sg_max && t.orig_nents == start);
+  bool page_entries = L.type == iov::ITER_UBUF || L.type == iov::ITER_IOVEC || L.type == iov::ITER_KVEC ||
+                      L.type == iov::ITER_XARRAY;
+  size_t sum = 0;
+  for (unsigned k = start; k < t.nents; k++) {
+    const iov::scatterlist& e = sgl[k];
+    FUZZ_CHECK(e.length > 0 && sum + e.length <= static_cast<size_t>(r));
+    FUZZ_CHECK(!page_entries || e.offset + e.length <= iov::PAGE_SIZE);
+    FUZZ_CHECK(L.lives_at(sum, static_cast<unsigned char*>(iov::sg_virt(&e)), e.length));
+    sum += e.length;
+  }
+  FUZZ_CHECK(sum == static_cast<size_t>(r));
+  // Short only with a full table or at an XARRAY hole.
+  FUZZ_CHECK(sum == limit || t.nents - start == sg_max || !L.addr[L.pos + sum]);
+  L.advance(sum);
+}
+
 // crc32c() over memory, crc32c_extend_zeroes() and crc32c_combine() against
 // the bitwise CRC, and extend_zeroes' additivity on lengths too long to model.
 void op_crc_flat(input& in) {
@@ -389,7 +434,12 @@ void run_op(layout& L, input& in, saved_state& saved) {
         L.count = saved.count;
       }
       break;
-    case 12: op_extract(L, in); break;
+    case 12:
+      if (op & 0x40)
+        op_extract_to_sg(L, in);
+      else
+        op_extract(L, in);
+      break;
     case 14: fuzz::uio::op_get_pages(L, in); break;
     case 15: fuzz::uio::op_npages_cap(L, in); break;
     case 16: fuzz::uio::op_gap_alignment(L); break;

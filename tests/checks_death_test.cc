@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "iov/iov.hpp"
+#include "iov/scatterlist.hpp"
 #include "support/model.hpp"
 
 namespace {
@@ -190,6 +191,40 @@ TEST_F(ChecksDeathTest, TypedWalkOnAnotherType) {
 }
 
 // Where the kernel only warns, the call returns 0 and never aborts, in either mode.
+// The v5 walk rule: a bvecq slot with a length must name a page. Unchecked,
+// a copy and extract_iter_to_sg() stop before that slot.
+TEST_F(ChecksDeathTest, BvecqSlotWithALengthAndNoPage) {
+  iov::bvecq* bq = iov::bvecq_alloc_one(2, iov::GFP_KERNEL);
+  ASSERT_NE(bq, nullptr);
+  iov::page* pg = iov::alloc_page(iov::GFP_KERNEL | iov::__GFP_ZERO);
+  ASSERT_NE(pg, nullptr);
+  iov::bvec_set_page(&bq->bv[0], pg, 100, 0);
+  bq->bv[1] = {nullptr, 50, 0};
+  bq->nr_slots = 2;
+  std::vector<unsigned char> src(150, 0x5a);
+  iov::iov_iter it;
+  iov::iov_iter_bvec_queue(&it, iov::ITER_DEST, bq, 0, 0, 150);
+  EXPECT_BUG(
+      {
+        EXPECT_EQ(iov::copy_to_iter(src.data(), 150, &it), 100u);
+        EXPECT_EQ(iov::iov_iter_count(&it), 50u);
+      },
+      "a slot with a length and no page");
+  iov::iov_iter_bvec_queue(&it, iov::ITER_SOURCE, bq, 0, 0, 150);
+  iov::scatterlist sgl[4];
+  iov::sg_init_table(sgl, 4);
+  iov::sg_table t = {sgl, 0, 0};
+  EXPECT_BUG(
+      {
+        EXPECT_EQ(iov::extract_iter_to_sg(&it, 150, &t, 4, 0), 100);
+        EXPECT_EQ(t.nents, 1u);
+        EXPECT_EQ(iov::iov_iter_count(&it), 50u);
+      },
+      "a bvecq slot with a length and no page");
+  iov::bvecq_put(bq);  // BVECQ_MEM_EXTERNAL: the segment goes, pg stays ours
+  iov::__free_page(pg);
+}
+
 TEST_F(ChecksDeathTest, WarnCasesNeverAbort) {
   auto l = Layout::make_kvec({{100, 0}});
   std::vector<char> buf(100);

@@ -141,6 +141,29 @@ TEST_F(FolioModel, MemcpyFromFolio) {
   }
 }
 
+// memcpy_from_file_folio: the folio is the one at file position `base`
+// (a multiple of its size); a position inside it copies from its offset
+// and stops at the folio's end, whatever len asks.
+TEST_F(FolioModel, MemcpyFromFileFolio) {
+  for (loff_t base : {loff_t{0}, static_cast<loff_t>(kSize) * 3, static_cast<loff_t>(kSize) << 20}) {
+    for (auto [off, len] : ranges()) {
+      if (off == kSize)
+        continue;  // a position in the next folio
+      for (size_t ask : {len, len + 100, kSize * 2}) {
+        SCOPED_TRACE(testing::Message() << base << "+" << off << " ask " << ask);
+        std::vector<unsigned char> to(2 * kSize + 2, 'z'), want(2 * kSize + 2, 'z');
+        size_t n = iov::memcpy_from_file_folio(reinterpret_cast<char*>(to.data()) + 1, f_,
+                                               base + static_cast<loff_t>(off), ask);
+        size_t expect = std::min(ask, kSize - off);
+        EXPECT_EQ(n, expect);
+        EXPECT_EQ(iov::offset_in_folio(f_, base + static_cast<loff_t>(off)), off);
+        std::memcpy(want.data() + 1, model_.data() + off, expect);
+        EXPECT_EQ(to, want);
+      }
+    }
+  }
+}
+
 TEST_F(FolioModel, ZeroRange) {
   for (auto [off, len] : ranges()) {
     SCOPED_TRACE(testing::Message() << off << "+" << len);

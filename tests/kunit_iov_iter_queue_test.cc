@@ -161,37 +161,8 @@ void iov_kunit_extract_pages_bvecq(kunit* test, frames how) {
 
 // ---- ITER_FOLIOQ ----
 
-void iov_kunit_destroy_folioq(void* data) {
-  for (folio_queue *folioq = static_cast<folio_queue*>(data), *next; folioq; folioq = next) {
-    next = folioq->next;
-    delete folioq;  // the folios are the buffer's pages, freed with it
-  }
-}
-
-void iov_kunit_load_folioq(kunit*, iov_iter* iter, unsigned dir, folio_queue* folioq, page** pages,
-                           size_t npages) {
-  folio_queue* p = folioq;
-  size_t size = 0;
-
-  for (size_t i = 0; i < npages; i++) {
-    if (folioq_full(p)) {
-      p->next = new folio_queue{};
-      folioq_init(p->next, 0);
-      p->next->prev = p;
-      p = p->next;
-    }
-    folioq_append(p, page_folio(pages[i]));
-    size += PAGE_SIZE;
-  }
-  iov_iter_folio_queue(iter, dir, folioq, 0, 0, size);
-}
-
-folio_queue* iov_kunit_create_folioq(kunit* test) {
-  auto* folioq = new folio_queue{};
-  kunit_add_action_or_reset(test, iov_kunit_destroy_folioq, folioq);
-  folioq_init(folioq, 0);
-  return folioq;
-}
+// iov_kunit_create_folioq() and iov_kunit_load_folioq() are in
+// support/kunit_layouts.hpp (the iter_to_sg cases use them too).
 
 // Test copying to a ITER_FOLIOQ-type iterator.
 void iov_kunit_copy_to_folioq(kunit* test, frames how) {

@@ -7,9 +7,8 @@
 //   ninja -C build kunit_iov_iter_test && build/tests/kunit_iov_iter_test
 //   build/tests/kunit_iov_iter_test --gtest_filter='IovKunit.*xarray*'
 //
-// The queue cases (ITER_BVECQ, ITER_FOLIOQ) are in kunit_iov_iter_queue_test.cc.
-// Not ported: mainline's newer extract_iter_to_sg cases (iov has no
-// scatterlist). The
+// The queue cases (ITER_BVECQ, ITER_FOLIOQ) are in kunit_iov_iter_queue_test.cc,
+// the extract_iter_to_sg cases in kunit_iov_iter_sg_test.cc. The
 // series' user buffer is an mmap() into a kthread's borrowed mm; here all
 // memory is user memory, so it is an ordinary buffer and its pages are
 // virt_to_page() of it (nothing is pinned, so unpin_user_pages() goes).

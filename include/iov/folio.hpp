@@ -18,6 +18,10 @@
 // copy_folio_to_iter() and its siblings are with the other copies, in copy.hpp.
 #pragma once
 
+#include <sys/types.h>
+
+#include <algorithm>
+#include <concepts>
 #include <cstddef>
 #include <cstring>
 
@@ -97,6 +101,22 @@ inline folio* folio_next(folio* f) { return reinterpret_cast<folio*>(folio_page(
 inline size_t offset_in_folio(const folio* f, const void* p) {
   return reinterpret_cast<uintptr_t>(p) & (folio_size(f) - 1);
 }
+// The offset of file position pos within a folio of the file (the kernel's
+// macro takes an address or a position alike).
+template <std::integral T>
+inline size_t offset_in_folio(const folio* f, T pos) {
+  return static_cast<size_t>(pos) & (folio_size(f) - 1);
+}
 inline bool folio_test_highmem(const folio*) { return false; }
+
+// Copies from the folio holding file position pos, up to len bytes and no
+// further than the folio's end; returns the bytes copied. No highmem, so the
+// kernel's one-page limit for highmem folios never applies.
+inline size_t memcpy_from_file_folio(char* to, folio* f, loff_t pos, size_t len) {
+  size_t offset = offset_in_folio(f, pos);
+  len = std::min(len, folio_size(f) - offset);
+  std::memcpy(to, static_cast<const char*>(folio_address(f)) + offset, len);
+  return len;
+}
 
 }  // namespace iov

@@ -181,6 +181,10 @@ IOV_ALWAYS_INLINE size_t iterate_bvecq(iov_iter* iter, size_t len, void* priv, v
     const bio_vec* bv = &bq->bv[slot];
     size_t plen = std::min(size_t{bv->bv_len} - skip, len);
     if (plen) {  // the caller vouches for bv_page only where bv_len > 0
+      // The v5 walk rule: a slot with a length names a page (a programming
+      // error otherwise; unchecked, the walk ends before it).
+      if (IOV_BUG_ON(!bv->bv_page, "iterate_bvecq: a slot with a length and no page"))
+        goto stop;
       page* pg = bv->bv_page + (bv->bv_offset + skip) / PAGE_SIZE;
       size_t poff = (bv->bv_offset + skip) % PAGE_SIZE;
       for (;;) {

@@ -340,6 +340,40 @@ inline void iov_kunit_load_xarray(kunit*, iov_iter* iter, unsigned dir, xarray* 
   iov::iov_iter_xarray(iter, dir, xa, 0, size);
 }
 
+// A folio queue the test frees when it ends (not its folios: the buffer's
+// pages), and its loader: one one-page folio a page, segments as they fill.
+inline void iov_kunit_destroy_folioq(void* data) {
+  for (iov::folio_queue *folioq = static_cast<iov::folio_queue*>(data), *next; folioq; folioq = next) {
+    next = folioq->next;
+    delete folioq;  // the folios are the buffer's pages, freed with it
+  }
+}
+
+inline void iov_kunit_load_folioq(kunit*, iov_iter* iter, unsigned dir, iov::folio_queue* folioq, page** pages,
+                                  size_t npages) {
+  iov::folio_queue* p = folioq;
+  size_t size = 0;
+
+  for (size_t i = 0; i < npages; i++) {
+    if (iov::folioq_full(p)) {
+      p->next = new iov::folio_queue{};
+      iov::folioq_init(p->next, 0);
+      p->next->prev = p;
+      p = p->next;
+    }
+    iov::folioq_append(p, iov::page_folio(pages[i]));
+    size += PAGE_SIZE;
+  }
+  iov::iov_iter_folio_queue(iter, dir, folioq, 0, 0, size);
+}
+
+inline iov::folio_queue* iov_kunit_create_folioq(kunit* test) {
+  auto* folioq = new iov::folio_queue{};
+  kunit_add_action_or_reset(test, iov_kunit_destroy_folioq, folioq);
+  iov::folioq_init(folioq, 0);
+  return folioq;
+}
+
 // The loop of the kernel's extract_pages tests: extracts *iter to the end in
 // iov_iter_extract_pages() calls of at most 100 KiB and 8 pages, checking
 // that each call accounts for its bytes in iter->count and that each page and
