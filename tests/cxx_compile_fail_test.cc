@@ -4,35 +4,20 @@
 // the message that names the reason).
 //
 //   ctest -R CxxCompileFail
-#include <sys/wait.h>
-
-#include <cstdio>
 #include <string>
 
 #include <gtest/gtest.h>
 
+#include "support/compiler_run.hpp"
+
 namespace {
 
-struct compile_result {
-  int status;
-  std::string output;
-};
+using iov::test::compile_result;
 
 compile_result compile(const std::string& body) {
-  std::string program = "#include <cstdint>\n#include <string>\n#include <vector>\n#include <iov/iov.hpp>\n" + body;
-  std::string cmd = "printf '%s' '" + program + "' | ";
-  for (const char* part : {IOV_TEST_CXX, " -std=c++20 -fsyntax-only -I", IOV_TEST_INCLUDE, " -I",
-                           IOV_TEST_GENERATED_INCLUDE, " ", IOV_TEST_EXTRA_INCLUDES, " -x c++ - 2>&1"})
-    cmd += part;
-  compile_result r{-1, ""};
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p)
-    return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) r.output.append(buf, n);
-  r.status = ::pclose(p);
-  return r;
+  return iov::test::compile_tree(
+      "-std=c++20 -fsyntax-only",
+      "#include <cstdint>\n#include <string>\n#include <vector>\n#include <iov/iov.hpp>\n" + body);
 }
 
 void expect_compiles(const std::string& body) {
