@@ -70,4 +70,27 @@ TEST(CxxCompileFail, PageOwnersAreNotCopied) {
       "deleted");
 }
 
+// iov::headers (pkg-config iov-headers) defines IOV_HEADER_ONLY: a header of
+// the compiled part is then refused at compile time, with one message that
+// says to link iov::iov, rather than failing at link on an internal name.
+TEST(CxxCompileFail, TheUmbrellaHeaderOverTheHeaderOnlyTargetNamesIovIov) {
+  for (const char* header : {"iov/iov.hpp", "iov/crc32c.hpp", "iov/zero_scan.hpp", "iov/cxx/iter.hpp"}) {
+    SCOPED_TRACE(header);
+    compile_result r = iov::test::compile_tree("-std=c++20 -fsyntax-only -DIOV_HEADER_ONLY=1",
+                                               std::string("#include <") + header + ">\nint main() {}\n");
+    EXPECT_NE(r.status, 0) << "compiled";
+    EXPECT_NE(r.output.find("link iov::iov"), std::string::npos) << r.output;
+    size_t errors = 0;
+    for (size_t at = r.output.find("error:"); at != std::string::npos; at = r.output.find("error:", at + 1))
+      errors++;
+    EXPECT_LE(errors, 2u) << "the #error and the stop, no cascade:\n" << r.output;
+  }
+  // The control: the header-only part compiles so.
+  compile_result r = iov::test::compile_tree(
+      "-std=c++20 -fsyntax-only -DIOV_HEADER_ONLY=1",
+      "#include <iov/copy.hpp>\n#include <iov/extract.hpp>\n#include <iov/highmem.hpp>\n"
+      "#include <iov/position.hpp>\nint main() {}\n");
+  EXPECT_EQ(r.status, 0) << r.output;
+}
+
 }  // namespace

@@ -15,6 +15,11 @@
 // iterate() runs iterate_bvec() and friends, with no dispatch on the type.
 #pragma once
 
+#ifdef IOV_HEADER_ONLY
+#error "iov/cxx/iter.hpp needs the compiled library (the imports, Abseil): link iov::iov (pkg-config iov), not iov::headers (iov-headers)"
+#include "iov: link iov::iov"
+#endif
+
 #include <sys/uio.h>
 
 #include <algorithm>
