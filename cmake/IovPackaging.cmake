@@ -1,7 +1,8 @@
 # IovPackaging.cmake: Debian packages of the install, with CPack's DEB
 # generator, one per install component (cmake/IovInstall.cmake):
 #
-#   libiov-dev   headers, the static libraries, the CMake package and the
+#   libiov-dev   headers, the static libraries (libiov and libiov_checked,
+#                IOV_CHECKS on), the CMake package and the
 #                pkg-config files, README.md, docs/ and examples/ under
 #                /usr/share/doc/iov
 #   iov-tools    iov-nbd, iov-fio, iov-scan, iov-bench and their man pages
@@ -47,8 +48,10 @@ set(CPACK_COMPONENT_LIB_DESCRIPTION "the Linux kernel's iov_iter in user space (
 The kernel's iov_iter, its walks, the operations built on them (copies,
 CRC32C, zero scans), pages and folios, the xarray, RCU and registered
 buffers, with the kernel's names and semantics; and the user-space ports of
-the kernel's brd and null_blk drivers. Headers, static libraries, the CMake
-package (find_package(iov)) and pkg-config files (iov, iov-headers).")
+the kernel's brd and null_blk drivers. Headers, static libraries (libiov,
+and libiov_checked: the same built with the programming-error checks on),
+the CMake package (find_package(iov)) and pkg-config files (iov,
+iov-checked, iov-headers).")
 
 set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME iov-tools)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION utils)

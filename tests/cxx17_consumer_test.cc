@@ -4,9 +4,6 @@
 // was configured with on a one-line program per header.
 //
 //   ctest -R cxx17_consumer_test
-#include <sys/wait.h>
-
-#include <cstdio>
 #include <filesystem>
 #include <sstream>
 #include <string>
@@ -14,37 +11,17 @@
 
 #include <gtest/gtest.h>
 
+#include "support/compiler_run.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
-
-struct compile_result {
-  int status;
-  std::string output;
-};
+using iov::test::compile_result;
 
 // The compiler, in `standard`, on a program that includes <header> and does nothing.
-std::string compile_command(const char* standard, const std::string& header) {
-  std::string cmd = "printf '#include <";
-  cmd += header;
-  cmd += ">\\nint main() { return 0; }\\n' | ";
-  for (const char* part : {IOV_TEST_CXX, " -std=", standard, " -fsyntax-only -I", IOV_TEST_INCLUDE, " -I",
-                           IOV_TEST_GENERATED_INCLUDE, " ", IOV_TEST_EXTRA_INCLUDES, " -x c++ - 2>&1"})
-    cmd += part;
-  return cmd;
-}
-
-compile_result compile_cxx17(const std::string& header) {
-  const std::string cmd = compile_command("c++17", header);
-  compile_result r{-1, ""};
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p)
-    return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) r.output.append(buf, n);
-  r.status = ::pclose(p);
-  return r;
+compile_result compile(const char* standard, const std::string& header) {
+  return iov::test::compile_tree(std::string("-std=") + standard + " -fsyntax-only",
+                                 "#include <" + header + ">\nint main() { return 0; }\n");
 }
 
 std::vector<std::string> public_headers() {
@@ -61,7 +38,7 @@ TEST(Cxx17Consumer, EveryPublicHeaderSaysIovNeedsCxx20AndNothingElse) {
   ASSERT_GT(headers.size(), 10u);
   for (const auto& h : headers) {
     SCOPED_TRACE(h);
-    compile_result r = compile_cxx17(h);
+    compile_result r = compile("c++17", h);
     EXPECT_NE(r.status, 0) << "a C++17 build must fail";
     EXPECT_NE(r.output.find("iov needs C++20"), std::string::npos) << r.output;
     std::istringstream lines(r.output);
@@ -77,8 +54,8 @@ TEST(Cxx17Consumer, EveryPublicHeaderSaysIovNeedsCxx20AndNothingElse) {
 }
 
 TEST(Cxx17Consumer, Cxx20CompilesTheSameProgram) {
-  const std::string cmd = compile_command("c++20", "iov/iov_iter.hpp");
-  EXPECT_EQ(std::system(cmd.c_str()), 0) << "the check itself must not refuse C++20";
+  compile_result r = compile("c++20", "iov/iov_iter.hpp");
+  EXPECT_EQ(r.status, 0) << "the check itself must not refuse C++20:\n" << r.output;
 }
 
 }  // namespace

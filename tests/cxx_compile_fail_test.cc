@@ -4,35 +4,20 @@
 // the message that names the reason).
 //
 //   ctest -R CxxCompileFail
-#include <sys/wait.h>
-
-#include <cstdio>
 #include <string>
 
 #include <gtest/gtest.h>
 
+#include "support/compiler_run.hpp"
+
 namespace {
 
-struct compile_result {
-  int status;
-  std::string output;
-};
+using iov::test::compile_result;
 
 compile_result compile(const std::string& body) {
-  std::string program = "#include <cstdint>\n#include <string>\n#include <vector>\n#include <iov/iov.hpp>\n" + body;
-  std::string cmd = "printf '%s' '" + program + "' | ";
-  for (const char* part : {IOV_TEST_CXX, " -std=c++20 -fsyntax-only -I", IOV_TEST_INCLUDE, " -I",
-                           IOV_TEST_GENERATED_INCLUDE, " ", IOV_TEST_EXTRA_INCLUDES, " -x c++ - 2>&1"})
-    cmd += part;
-  compile_result r{-1, ""};
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p)
-    return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) r.output.append(buf, n);
-  r.status = ::pclose(p);
-  return r;
+  return iov::test::compile_tree(
+      "-std=c++20 -fsyntax-only",
+      "#include <cstdint>\n#include <string>\n#include <vector>\n#include <iov/iov.hpp>\n" + body);
 }
 
 void expect_compiles(const std::string& body) {
@@ -83,6 +68,29 @@ TEST(CxxCompileFail, PageOwnersAreNotCopied) {
   expect_refused(
       "int main() { iov::unique_pages a = iov::unique_pages::alloc(iov::GFP_KERNEL); iov::unique_pages b = a; }\n",
       "deleted");
+}
+
+// iov::headers (pkg-config iov-headers) defines IOV_HEADER_ONLY: a header of
+// the compiled part is then refused at compile time, with one message that
+// says to link iov::iov, rather than failing at link on an internal name.
+TEST(CxxCompileFail, TheUmbrellaHeaderOverTheHeaderOnlyTargetNamesIovIov) {
+  for (const char* header : {"iov/iov.hpp", "iov/crc32c.hpp", "iov/zero_scan.hpp", "iov/cxx/iter.hpp"}) {
+    SCOPED_TRACE(header);
+    compile_result r = iov::test::compile_tree("-std=c++20 -fsyntax-only -DIOV_HEADER_ONLY=1",
+                                               std::string("#include <") + header + ">\nint main() {}\n");
+    EXPECT_NE(r.status, 0) << "compiled";
+    EXPECT_NE(r.output.find("link iov::iov"), std::string::npos) << r.output;
+    size_t errors = 0;
+    for (size_t at = r.output.find("error:"); at != std::string::npos; at = r.output.find("error:", at + 1))
+      errors++;
+    EXPECT_LE(errors, 2u) << "the #error and the stop, no cascade:\n" << r.output;
+  }
+  // The control: the header-only part compiles so.
+  compile_result r = iov::test::compile_tree(
+      "-std=c++20 -fsyntax-only -DIOV_HEADER_ONLY=1",
+      "#include <iov/copy.hpp>\n#include <iov/extract.hpp>\n#include <iov/highmem.hpp>\n"
+      "#include <iov/position.hpp>\nint main() {}\n");
+  EXPECT_EQ(r.status, 0) << r.output;
 }
 
 }  // namespace

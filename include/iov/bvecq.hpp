@@ -58,7 +58,9 @@ struct bvecq {
   bool inline_bv : 1;           // __bv[] is in use
   bool discontig : 1;           // not contiguous with the previous segment
   bio_vec* bv;                  // the array of page fragments
-  bio_vec __bv[];               // the default array (if inline_bv)
+  // A flexible array member, as the kernel's: a GNU extension in C++ that
+  // GCC and Clang implement; __extension__ keeps -Wpedantic quiet about it.
+  __extension__ bio_vec __bv[];  // the default array (if inline_bv)
 };
 
 #if UINTPTR_MAX == UINT64_MAX

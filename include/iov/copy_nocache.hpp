@@ -22,6 +22,11 @@
 // stops it short.
 #pragma once
 
+#ifdef IOV_HEADER_ONLY
+#error "iov/copy_nocache.hpp needs the compiled library (run-time SIMD dispatch): link iov::iov (pkg-config iov), not iov::headers (iov-headers)"
+#include "iov: link iov::iov"
+#endif
+
 #include <cstddef>
 
 #include "iov/config.hpp"

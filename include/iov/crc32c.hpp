@@ -19,6 +19,11 @@
 // (internal/walk.hpp).
 #pragma once
 
+#ifdef IOV_HEADER_ONLY
+#error "iov/crc32c.hpp needs the compiled library (run-time SIMD dispatch): link iov::iov (pkg-config iov), not iov::headers (iov-headers)"
+#include "iov: link iov::iov"
+#endif
+
 #include <isa-l/crc.h>
 
 #include <cstddef>

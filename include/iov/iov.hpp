@@ -12,6 +12,13 @@
 // which work without the compiled library.
 #pragma once
 
+// Built against iov::headers (IOV_HEADER_ONLY): say what to link, once, instead
+// of a link error on an internal name.
+#ifdef IOV_HEADER_ONLY
+#error "iov/iov.hpp is the whole library, the compiled part included: link iov::iov (pkg-config iov), not iov::headers (iov-headers)"
+#include "iov: link iov::iov"
+#endif
+
 #include "iov/config.hpp"
 #include "iov/void_ptr.hpp"
 #include "iov/err.hpp"

@@ -8,6 +8,11 @@
 //   printf("%zu frames in use, %zu chunks\n", s.frames_in_use, s.chunks_held);
 #pragma once
 
+#ifdef IOV_HEADER_ONLY
+#error "iov/page_alloc.hpp needs the compiled library (the page allocator): link iov::iov (pkg-config iov), not iov::headers (iov-headers)"
+#include "iov: link iov::iov"
+#endif
+
 #include <cstddef>
 
 #include "iov/page.hpp"

@@ -24,6 +24,11 @@
 // itself stays the registrant's: keep it mapped while imports are in flight.
 #pragma once
 
+#ifdef IOV_HEADER_ONLY
+#error "iov/registered_buffers.hpp needs the compiled library: link iov::iov (pkg-config iov), not iov::headers (iov-headers)"
+#include "iov: link iov::iov"
+#endif
+
 #include <sys/uio.h>
 
 #include <atomic>

@@ -31,6 +31,7 @@
 #include <type_traits>
 
 #include "iov/config.hpp"
+#include "iov/err.hpp"
 #include "iov/page.hpp"
 #include "iov/rcu.hpp"
 #include "iov/void_ptr.hpp"
@@ -56,7 +57,6 @@ inline bool xa_is_internal(const void* entry) { return (reinterpret_cast<uintptr
 
 // Is this an error entry (what a store returns when it fails)?
 inline bool xa_is_err(const void* entry) {
-  constexpr unsigned long MAX_ERRNO = 4095;
   return IOV_UNLIKELY(xa_is_internal(entry) &&
                       reinterpret_cast<uintptr_t>(entry) >=
                           reinterpret_cast<uintptr_t>(xa_mk_internal(-MAX_ERRNO)));

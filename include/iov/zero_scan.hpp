@@ -16,6 +16,11 @@
 // bytes > 0 nothing is processed and iov_iter_is_zero() is false.
 #pragma once
 
+#ifdef IOV_HEADER_ONLY
+#error "iov/zero_scan.hpp needs the compiled library (run-time SIMD dispatch): link iov::iov (pkg-config iov), not iov::headers (iov-headers)"
+#include "iov: link iov::iov"
+#endif
+
 #include <cstddef>
 #include <cstring>
 

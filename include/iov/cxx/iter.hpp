@@ -15,6 +15,11 @@
 // iterate() runs iterate_bvec() and friends, with no dispatch on the type.
 #pragma once
 
+#ifdef IOV_HEADER_ONLY
+#error "iov/cxx/iter.hpp needs the compiled library (the imports, Abseil): link iov::iov (pkg-config iov), not iov::headers (iov-headers)"
+#include "iov: link iov::iov"
+#endif
+
 #include <sys/uio.h>
 
 #include <algorithm>
@@ -146,34 +151,28 @@ class iter {
   // Copies: bytes are any byte_source / byte_sink (cxx/bytes.hpp).
   template <byte_source R>
   size_t copy_to(const R& src) {
-    auto b = as_byte_span(src);
-    return copy_to_iter(b.data(), b.size(), &raw_);
+    return on_bytes<::iov::copy_to_iter>(as_byte_span(src));
   }
   template <byte_sink R>
   size_t copy_from(R&& dst) {
-    auto b = as_writable_byte_span(dst);
-    return copy_from_iter(b.data(), b.size(), &raw_);
+    return on_bytes<::iov::copy_from_iter>(as_writable_byte_span(dst));
   }
   template <byte_source R>
   [[nodiscard]] bool copy_to_full(const R& src) {
-    auto b = as_byte_span(src);
-    return copy_to_iter_full(b.data(), b.size(), &raw_);
+    return on_bytes<::iov::copy_to_iter_full>(as_byte_span(src));
   }
   template <byte_sink R>
   [[nodiscard]] bool copy_from_full(R&& dst) {
-    auto b = as_writable_byte_span(dst);
-    return copy_from_iter_full(b.data(), b.size(), &raw_);
+    return on_bytes<::iov::copy_from_iter_full>(as_writable_byte_span(dst));
   }
   // Non-temporal stores into dst (copy_from_iter_nocache()).
   template <byte_sink R>
   size_t copy_from_nocache(R&& dst) {
-    auto b = as_writable_byte_span(dst);
-    return copy_from_iter_nocache(b.data(), b.size(), &raw_);
+    return on_bytes<::iov::copy_from_iter_nocache>(as_writable_byte_span(dst));
   }
   template <byte_sink R>
   [[nodiscard]] bool copy_from_full_nocache(R&& dst) {
-    auto b = as_writable_byte_span(dst);
-    return copy_from_iter_full_nocache(b.data(), b.size(), &raw_);
+    return on_bytes<::iov::copy_from_iter_full_nocache>(as_writable_byte_span(dst));
   }
   size_t zero(size_t bytes) { return iov_iter_zero(bytes, &raw_); }
 
@@ -184,13 +183,11 @@ class iter {
   size_t crc32c(size_t bytes, uint32_t& crc) { return crc32c_iter(&raw_, bytes, &crc); }
   template <byte_source R>
   size_t crc32c_and_copy_to(const R& src, uint32_t& crc) {
-    auto b = as_byte_span(src);
-    return crc32c_and_copy_to_iter(b.data(), b.size(), &crc, &raw_);
+    return on_bytes<::iov::crc32c_and_copy_to_iter>(as_byte_span(src), &crc);
   }
   template <byte_sink R>
   size_t crc32c_and_copy_from(R&& dst, uint32_t& crc) {
-    auto b = as_writable_byte_span(dst);
-    return crc32c_and_copy_from_iter(b.data(), b.size(), &crc, &raw_);
+    return on_bytes<::iov::crc32c_and_copy_from_iter>(as_writable_byte_span(dst), &crc);
   }
 
   // Zero scans: is_zero() does not advance (false if fewer bytes remain);
@@ -230,6 +227,13 @@ class iter {
   pieces_view pieces() const { return pieces_view(raw_); }
 
  protected:
+  // The kernel layer's Fn(addr, bytes, args..., iter) over a span of bytes:
+  // the shape of every copy and fused CRC above.
+  template <auto Fn, class Byte, class... Args>
+  auto on_bytes(std::span<Byte> b, Args... args) {
+    return Fn(b.data(), b.size(), args..., &raw_);
+  }
+
   template <class Seg>
   static size_t total(std::span<const Seg> segs) {
     size_t sum = 0;

@@ -1,0 +1,38 @@
+// compiler_run.hpp: the compiler this tree was configured with, run on a small
+// program, for the tests of what compiles and what is refused
+// (cxx_compile_fail_test, cxx17_consumer_test, installed_headers_test).
+//
+//   compile_result r = compile_tree("-std=c++20 -fsyntax-only", "#include <iov/iov.hpp>\n");
+//   EXPECT_EQ(r.status, 0) << r.output;
+//
+// The test's CMake block (tests/CMakeLists.txt) defines IOV_TEST_CXX (the
+// compiler), IOV_TEST_INCLUDE and IOV_TEST_GENERATED_INCLUDE (this tree's
+// include directories) and IOV_TEST_EXTRA_INCLUDES (-isystem for Abseil and
+// range-v3).
+#pragma once
+
+#include <string>
+
+namespace iov::test {
+
+struct compile_result {
+  int status = -1;     // the compiler's exit status; 0: it compiled
+  std::string output;  // its diagnostics
+};
+
+// Runs `cxx flags <file>` on a temporary file that holds program.
+compile_result run_compiler(const std::string& cxx, const std::string& flags, const std::string& program);
+
+#ifdef IOV_TEST_CXX
+// This tree's include path, as -I (ours) and -isystem (the dependencies').
+inline std::string tree_include_flags() {
+  return std::string(" -I") + IOV_TEST_INCLUDE + " -I" + IOV_TEST_GENERATED_INCLUDE + " " + IOV_TEST_EXTRA_INCLUDES;
+}
+
+// The configured compiler on program, with flags and this tree's include path.
+inline compile_result compile_tree(const std::string& flags, const std::string& program) {
+  return run_compiler(IOV_TEST_CXX, flags + tree_include_flags(), program);
+}
+#endif
+
+}  // namespace iov::test
