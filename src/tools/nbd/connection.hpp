@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "iov_drivers/blkdev.hpp"
+#include "nbd/block_locks.hpp"
 #include "nbd/budget.hpp"
 #include "nbd/config.hpp"
 #include "nbd/page_payload.hpp"
@@ -46,6 +47,7 @@ struct context {
   const export_options& exp;
   const server_limits& limits;
   payload_budget& budget;
+  block_locks& locks;    // held by every write of the device (block_locks.hpp)
   uint32_t max_payload;  // max_payload(limits)
   bool lends;            // the device lends its pages (blkdev::lend_pages)
   bool replaces;         // it takes a WRITE's whole pages (blkdev::replace_pages)
@@ -149,6 +151,10 @@ class connection {
   void commit_pages(const request& rq);
   io fill_pages();
   void handle_write_zeroes(const request& rq);
+  bool block_aligned(const request& rq) const;
+  int write_partial(uint64_t block, size_t at, size_t n, const unsigned char* src, unsigned rq_flags,
+                    const char** why);
+  int write_range(uint64_t offset, uint64_t length, const unsigned char* src, unsigned rq_flags, const char** why);
   void queue_read(const request& rq);
   size_t read_runs(const request& rq);
   void queue_chunk_header(const request& rq, uint16_t flags, uint16_t type, uint32_t length);
@@ -174,6 +180,7 @@ class connection {
   bool structured_ = false;  // structured replies, or extended (which are structured too)
   bool extended_ = false;    // extended headers
   bool meta_allocation_ = false;
+  bool any_offset_ = false;  // no block size negotiated: any offset and length (minimum block size 1)
 
   // Input: bytes [in_head_, in_tail_) of in_ are received, not yet taken.
   std::unique_ptr<unsigned char[]> in_;
@@ -206,6 +213,7 @@ class connection {
   };
   std::vector<read_run> runs_;
   std::vector<blk_extent> extents_;
+  std::vector<unsigned char> edge_;  // one logical block, for a read-modify-write of a partial one
 
   // A WRITE whose payload is above kInlinePayload, being received: into
   // pages_ when the device takes whole pages, else into payload_.

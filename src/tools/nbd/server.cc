@@ -43,6 +43,7 @@ server::server(blkdev& dev, const server_options& opts)
            opts_.exp,
            opts_.limits,
            budget_,
+           locks_,
            max_payload(opts_.limits),
            lends(dev),
            dev.can_replace_pages(),
