@@ -56,7 +56,7 @@ connection::connection(int fd, const context& ctx, payload_budget::listener* loo
 connection::~connection() {
   ctx_.budget.release(&waiter_);
   if (payload_)
-    munmap(payload_, pending_.length);
+    munmap(payload_, piece_length_);
   ::shutdown(fd_, SHUT_RDWR);  // the client sees the end at once, even if a descriptor leaked to a child
   ::close(fd_);
 }
@@ -233,8 +233,9 @@ connection::io connection::fill() {
   if (phase_ == phase::payload && pages_.active() && empty)
     return fill_pages();
   const bool direct = phase_ == phase::payload && payload_ && empty;
-  void* dst = direct ? static_cast<void*>(static_cast<char*>(payload_) + payload_received_) : in_.get() + in_tail_;
-  const size_t room = direct ? pending_.length - payload_received_ : kInputBuffer - in_tail_;
+  void* dst = direct ? static_cast<void*>(static_cast<char*>(payload_) + (payload_received_ - piece_start_))
+                     : in_.get() + in_tail_;
+  const size_t room = direct ? piece_start_ + piece_length_ - payload_received_ : kInputBuffer - in_tail_;
   iov_iter it;
   iov_iter_ubuf(&it, ITER_DEST, dst, room);
   ssize_t n;
@@ -509,7 +510,7 @@ connection::io connection::tls_flush() {
 // --- Limits -------------------------------------------------------------------
 
 // A large payload or reply that keeps moving is progress too, 64 KiB at a
-// time: a slow client is not cut off in the middle of 32 MiB, while one that
+// time: a slow client is not cut off in the middle of 64 MiB, while one that
 // trickles bytes to hold the connection still is.
 void connection::moved(size_t n) {
   moved_ += n;

@@ -14,11 +14,12 @@
 //   - no READ data: a READ's bytes are lent by the device for one sendmsg at
 //     a time and lent again for the next (brd), or read a window
 //     (kReadWindow) at a time into its own window buffer (null_blk);
-//   - a WRITE payload above kInlinePayload only once the shared budget
-//     (budget.hpp) has reserved it whole; its memory is allocated then:
-//     pages the device will keep (page_payload.hpp), received into
-//     directly, or, for a device that copies, a mapping filled (so
-//     allocated) as the bytes arrive.
+//   - of a WRITE payload above kInlinePayload, one piece (context::piece,
+//     4 MiB) at a time, once the shared budget (budget.hpp) has reserved
+//     it; its memory is allocated then: pages the device will keep
+//     (page_payload.hpp), received into directly, or, for a device that
+//     copies, a mapping filled (so allocated) as the bytes arrive. Each
+//     piece is written when it is complete, and its memory given back.
 //
 //   connection c(fd, ctx, loop, now);
 //   switch (c.run(now)) { case connection::next::wait: ...; case connection::next::close: ... }
@@ -49,6 +50,7 @@ struct context {
   payload_budget& budget;
   block_locks& locks;    // held by every write of the device (block_locks.hpp)
   uint32_t max_payload;  // max_payload(limits)
+  uint64_t piece;        // write_piece(limits)
   bool lends;            // the device lends its pages (blkdev::lend_pages)
   bool replaces;         // it takes a WRITE's whole pages (blkdev::replace_pages)
   tls_mode tls;          // off unless credentials are loaded
@@ -143,12 +145,14 @@ class connection {
   bool carries_payload(const request& rq) const;
   step on_request(const request& rq);
   step start_payload(const request& rq);
+  step next_piece();
   step continue_payload();
+  void finish_piece();
   void finish_payload();
   uint32_t refusal(const request& rq, const char** message) const;
   void handle_request(const request& rq, const void* payload);
   void handle_write(const request& rq, const void* payload);
-  void commit_pages(const request& rq);
+  int commit_pages(uint64_t offset, uint64_t length, unsigned rq_flags, const char** why);
   io fill_pages();
   void handle_write_zeroes(const request& rq);
   bool block_aligned(const request& rq) const;
@@ -215,11 +219,14 @@ class connection {
   std::vector<blk_extent> extents_;
   std::vector<unsigned char> edge_;  // one logical block, for a read-modify-write of a partial one
 
-  // A WRITE whose payload is above kInlinePayload, being received: into
-  // pages_ when the device takes whole pages, else into payload_.
+  // A WRITE whose payload is above kInlinePayload, being received a piece
+  // at a time: into pages_ when the device takes whole pages, else into
+  // payload_. The piece is bytes [piece_start_, piece_start_ + piece_length_)
+  // of the payload.
   request pending_{};
   uint64_t payload_received_ = 0;
-  void* payload_ = nullptr;         // mmap()ed when the reservation is granted; nullptr: drained
+  uint64_t piece_start_ = 0, piece_length_ = 0;
+  void* payload_ = nullptr;         // the piece, mmap()ed when its reservation is granted; nullptr: drained
   page_payload pages_;              // also an inline WRITE's, for the moment of its copy
   uint32_t payload_error_ = 0;      // the reply once drained (refused, no memory)
   const char* payload_message_ = nullptr;

@@ -45,6 +45,7 @@ server::server(blkdev& dev, const server_options& opts)
            budget_,
            locks_,
            max_payload(opts_.limits),
+           write_piece(opts_.limits),
            lends(dev),
            dev.can_replace_pages(),
            opts_.credentials ? opts_.tls : tls_mode::off,

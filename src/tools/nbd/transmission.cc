@@ -69,16 +69,30 @@ connection::step connection::on_request(const request& rq) {
   return step::done;
 }
 
-// A WRITE above kInlinePayload. Its payload is read before anything else:
-// into memory the shared budget has reserved for it whole (parked, reading
-// nothing, until then), or drained if the request is refused anyway.
+// A WRITE above kInlinePayload. Its payload is read before anything else,
+// a piece (ctx_.piece) at a time: into memory the shared budget has
+// reserved for that piece (parked, reading nothing, until then), or drained
+// if the request is refused anyway. Each piece is written once complete, so
+// no connection holds more than a piece, however large its WRITE; a WRITE
+// of one piece reaches the device whole or not at all.
 connection::step connection::start_payload(const request& rq) {
   pending_ = rq;
   payload_received_ = 0;
+  piece_start_ = piece_length_ = 0;
   payload_error_ = refusal(rq, &payload_message_);
   phase_ = phase::payload;
+  return next_piece();
+}
+
+// The next piece: up to the next multiple of ctx_.piece on the device (a
+// whole number of blocks and pages), so that only the payload's own ends
+// can be partial blocks.
+connection::step connection::next_piece() {
+  piece_start_ = payload_received_;
+  const uint64_t at = pending_.offset + piece_start_, end = pending_.offset + pending_.length;
+  piece_length_ = std::min(end, (at / ctx_.piece + 1) * ctx_.piece) - at;
   if (!payload_error_) {
-    switch (ctx_.budget.acquire(&waiter_, rq.length)) {
+    switch (ctx_.budget.acquire(&waiter_, piece_length_)) {
       case payload_budget::granted:
         break;
       case payload_budget::queued:
@@ -99,17 +113,18 @@ connection::step connection::continue_payload() {
       return step::park;
     parked_ = false;
   }
+  const uint64_t at = pending_.offset + piece_start_;
   if (!payload_error_ && !payload_ && !pages_.active() && ctx_.replaces && block_aligned(pending_) &&
-      !pages_.prepare(pending_.offset, pending_.length))
+      !pages_.prepare(at, piece_length_))
     log_event(event::no_memory, "out of memory for the pages of a %llu-byte WRITE payload: received into a mapping",
-              static_cast<unsigned long long>(pending_.length));
+              static_cast<unsigned long long>(piece_length_));
   if (!payload_error_ && !payload_ && !pages_.active()) {
     // Mapped, not touched: pages come as the bytes arrive.
-    void* p = mmap(nullptr, pending_.length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+    void* p = mmap(nullptr, piece_length_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                    -1, 0);
     if (p == MAP_FAILED) {
       log_event(event::no_memory, "out of memory for a %llu-byte WRITE payload: refused with ENOMEM",
-                static_cast<unsigned long long>(pending_.length));
+                static_cast<unsigned long long>(piece_length_));
       ctx_.budget.release(&waiter_);
       payload_error_ = NBD_ENOMEM;
       payload_message_ = "out of memory for the payload";
@@ -117,32 +132,54 @@ connection::step connection::continue_payload() {
       payload_ = p;
     }
   }
-  const uint64_t take = std::min<uint64_t>(available(), pending_.length - payload_received_);
+  const uint64_t take = std::min<uint64_t>(available(), piece_start_ + piece_length_ - payload_received_);
   if (pages_.active())
     pages_.fill(input(), take);
   else if (payload_)
-    std::memcpy(static_cast<char*>(payload_) + payload_received_, input(), take);
+    std::memcpy(static_cast<char*>(payload_) + (payload_received_ - piece_start_), input(), take);
   consume(take);
   payload_received_ += take;
-  if (payload_received_ < pending_.length)
+  if (payload_received_ < piece_start_ + piece_length_)
     return step::need_input;
+  finish_piece();
+  if (payload_received_ < pending_.length)
+    return next_piece();
   finish_payload();
   return step::done;
+}
+
+// A piece received: written (unless the WRITE already failed), its memory
+// and its reservation given back.
+void connection::finish_piece() {
+  const uint64_t at = pending_.offset + piece_start_;
+  const unsigned flags = pending_.flags & NBD_CMD_FLAG_FUA ? REQ_FUA : 0u;
+  const char* why = nullptr;
+  int err = 0;
+  if (!payload_error_ && pages_.active()) {
+    err = commit_pages(at, piece_length_, flags, &why);
+  } else if (!payload_error_) {
+    const uint64_t lbs = ctx_.dev.limits().logical_block_size;
+    block_locks::guard g(ctx_.locks, at / lbs, (at + piece_length_ + lbs - 1) / lbs);
+    err = write_range(at, piece_length_, static_cast<const unsigned char*>(payload_), flags, &why);
+  }
+  if (err) {
+    payload_error_ = nbd_errno(err);
+    payload_message_ = why ? why : "write failed";
+  }
+  pages_.reset();
+  if (payload_)
+    munmap(payload_, piece_length_);
+  payload_ = nullptr;
+  ctx_.budget.release(&waiter_);
 }
 
 void connection::finish_payload() {
   phase_ = phase::requests;
   if (payload_error_)
     reply_error(pending_, payload_error_, payload_message_);
-  else if (pages_.active())
-    commit_pages(pending_);
   else
-    handle_write(pending_, payload_);
-  if (payload_)
-    munmap(payload_, pending_.length);
-  payload_ = nullptr;
+    reply_ok(pending_);
   payload_error_ = 0;
-  ctx_.budget.release(&waiter_);
   progress();
 }
 
@@ -264,34 +301,28 @@ bool connection::submit_or_reply(const request& rq, blk_request& br, const char*
 // takes them (so that a concurrent READ never sees half of this WRITE in a
 // page), else into its own pages.
 void connection::handle_write(const request& rq, const void* payload) {
-  if (ctx_.replaces && block_aligned(rq) && pages_.prepare(rq.offset, rq.length)) {
-    pages_.fill(payload, rq.length);
-    return commit_pages(rq);
-  }
-  const uint64_t lbs = ctx_.dev.limits().logical_block_size;
+  const unsigned flags = rq.flags & NBD_CMD_FLAG_FUA ? REQ_FUA : 0u;
   const char* why = nullptr;
   int err;
-  {
+  if (ctx_.replaces && block_aligned(rq) && pages_.prepare(rq.offset, rq.length)) {
+    pages_.fill(payload, rq.length);
+    err = commit_pages(rq.offset, rq.length, flags, &why);
+  } else {
+    const uint64_t lbs = ctx_.dev.limits().logical_block_size;
     block_locks::guard g(ctx_.locks, rq.offset / lbs, (rq.offset + rq.length + lbs - 1) / lbs);
-    err = write_range(rq.offset, rq.length, static_cast<const unsigned char*>(payload),
-                      rq.flags & NBD_CMD_FLAG_FUA ? REQ_FUA : 0u, &why);
+    err = write_range(rq.offset, rq.length, static_cast<const unsigned char*>(payload), flags, &why);
   }
   if (err)
     return reply_error(rq, nbd_errno(err), why ? why : "write failed");
   reply_ok(rq);
 }
 
-void connection::commit_pages(const request& rq) {
+// The pages received (whole blocks at [offset, offset + length)) handed to
+// the device, under the blocks' locks. 0 or the device's -errno, with *why.
+int connection::commit_pages(uint64_t offset, uint64_t length, unsigned rq_flags, const char** why) {
   const uint64_t lbs = ctx_.dev.limits().logical_block_size;
-  const char* why = nullptr;
-  int err;
-  {
-    block_locks::guard g(ctx_.locks, rq.offset / lbs, (rq.offset + rq.length) / lbs);
-    err = pages_.commit(ctx_.dev, rq.flags & NBD_CMD_FLAG_FUA ? REQ_FUA : 0u, &why);
-  }
-  if (err)
-    return reply_error(rq, nbd_errno(err), why ? why : "write failed");
-  reply_ok(rq);
+  block_locks::guard g(ctx_.locks, offset / lbs, (offset + length) / lbs);
+  return pages_.commit(ctx_.dev, rq_flags, why);
 }
 
 // Native on both drivers: brd frees or clears pages, null_blk unstores or
