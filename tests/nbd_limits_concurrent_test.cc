@@ -158,7 +158,7 @@ class NbdPayloadMemory : public testing::TestWithParam<bool /*the hog leaves*/> 
 TEST_P(NbdPayloadMemory, LargeWritesWaitForTheSharedMemory) {
   const bool hog_leaves = GetParam();
   iov::nbd::server_limits lim;
-  lim.payload_memory = 4 * MiB;  // and so the largest request
+  lim.payload_memory = 4 * MiB;  // one piece: each WRITE below is one
   local_server s("brd", {}, 16 * MiB, lim);
   std::mt19937_64 rng(25);
   auto good = s.open(true);
@@ -198,9 +198,11 @@ TEST_P(NbdPayloadMemory, LargeWritesWaitForTheSharedMemory) {
 INSTANTIATE_TEST_SUITE_P(Hog, NbdPayloadMemory, testing::Bool(),
                          [](const testing::TestParamInfo<bool>& i) { return i.param ? "Leaves" : "Finishes"; });
 
-// Fifty 32 MiB WRITE headers without payload: two hold the 64 MiB, the
-// others wait holding nothing; when they leave, everything is given back.
+// Fifty 32 MiB WRITE headers without payload: sixteen hold a 4 MiB piece
+// each, the 64 MiB, the others wait holding nothing; when they leave,
+// everything is given back.
 TEST(NbdLimits, WriteHeadersReserveNoMoreThanThePayloadMemory) {
+  static_assert(iov::nbd::kWritePiece == 4 * MiB);
   iov::nbd::server_limits lim;
   lim.payload_memory = 64 * MiB;
   local_server s("brd", {}, 64 * MiB, lim);
@@ -212,7 +214,7 @@ TEST(NbdLimits, WriteHeadersReserveNoMoreThanThePayloadMemory) {
     hogs.push_back(s.open(k % 2));
     ASSERT_TRUE(hogs.back() && hogs.back()->send_request(nbd::CMD_WRITE, 0, k, 0, static_cast<uint32_t>(32 * MiB)));
   }
-  ASSERT_TRUE(eventually([&] { return s.stats().payload_waits == 48; })) << s.stats().payload_waits;
+  ASSERT_TRUE(eventually([&] { return s.stats().payload_waits == 50 - 16; })) << s.stats().payload_waits;
   EXPECT_EQ(s.stats().payload_in_use, 64 * MiB);
   EXPECT_LE(s.stats().payload_peak, 64 * MiB);
   expect_served(*good, 0, rng);

@@ -299,11 +299,14 @@ TEST_P(NbdTransmission, OutOfBoundsAndUnalignedRequestsFailAndChangeNothing) {
   EXPECT_EQ(c->write(far, bytes(512, 1)).error, nbd::NBD_ENOSPC);
   EXPECT_EQ(c->write_zeroes(size - 512, 1024).error, nbd::NBD_ENOSPC);
   EXPECT_NE(c->trim(size, 4 * KiB).error, 0u);
-  EXPECT_EQ(c->read(100, 512).error, nbd::NBD_EINVAL);
-  EXPECT_EQ(c->write(512, bytes(100, 1)).error, nbd::NBD_EINVAL);
-  EXPECT_EQ(c->write(100, bytes(512, 1)).error, nbd::NBD_EINVAL);
-  EXPECT_EQ(c->write_zeroes(100, 512).error, nbd::NBD_EINVAL);
   EXPECT_EQ(c->block_status(0, 4 * KiB).error, nbd::NBD_EINVAL) << "no metadata context";
+  // A client told the 512-byte minimum block size is held to it.
+  auto b = s.open(GetParam(), false, nullptr, {nbd::INFO_BLOCK_SIZE});
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->read(100, 512).error, nbd::NBD_EINVAL);
+  EXPECT_EQ(b->write(512, bytes(100, 1)).error, nbd::NBD_EINVAL);
+  EXPECT_EQ(b->write(100, bytes(512, 1)).error, nbd::NBD_EINVAL);
+  EXPECT_EQ(b->write_zeroes(100, 512).error, nbd::NBD_EINVAL);
   auto r = c->read(size - 64 * KiB, 64 * KiB);  // still in step, and nothing was written
   ASSERT_TRUE(r.ok && r.error == 0) << r.problem;
   EXPECT_EQ(r.data, bytes(64 * KiB, 0));

@@ -543,7 +543,7 @@ reply client::read_structured(uint64_t cookie, uint16_t type, uint64_t offset, u
       return r.problem = "the chunk's cookie is not the request's", r;
     if (extended_ && get64(head + 16) != offset)
       return r.problem = "the extended chunk's offset is not the request's", r;
-    if (len > (64u << 20))
+    if (len > (64u << 20) + 8)  // the largest READ and its OFFSET_DATA chunk's offset
       return r.problem = "a chunk longer than any request", r;
     bytes payload(len);
     if (len && !recv_exact(payload.data(), len))

@@ -190,11 +190,15 @@ class local_server {
   enum class headers { simple, structured, extended };
 
   // A client in transmission, after GO (and the headers asked for,
-  // base:allocation when asked); GO's answer goes to *go.
-  std::unique_ptr<client> open(bool structured, bool meta = false, export_info* go = nullptr) {
-    return open(structured ? headers::structured : headers::simple, meta, go);
+  // base:allocation when asked); GO's answer goes to *go. GO asks for the
+  // information items `info`: without NBD_INFO_BLOCK_SIZE among them the
+  // client negotiated no block size, and may use any offset and length.
+  std::unique_ptr<client> open(bool structured, bool meta = false, export_info* go = nullptr,
+                               const std::vector<uint16_t>& info = {}) {
+    return open(structured ? headers::structured : headers::simple, meta, go, info);
   }
-  std::unique_ptr<client> open(headers h, bool meta = false, export_info* go = nullptr) {
+  std::unique_ptr<client> open(headers h, bool meta = false, export_info* go = nullptr,
+                               const std::vector<uint16_t>& info = {}) {
     auto c = connect();
     if (!c || !c->greet())
       return ADD_FAILURE() << "handshake: " << (c ? c->last_error() : "no connection"), nullptr;
@@ -209,11 +213,11 @@ class local_server {
       if (m.final_type != REP_ACK || m.contexts.size() != 1)
         return ADD_FAILURE() << "SET_META_CONTEXT", nullptr;
     }
-    export_info info = c->opt_go("");
-    if (!info.ok)
+    export_info told = c->opt_go("", info);
+    if (!told.ok)
       return ADD_FAILURE() << "GO: " << c->last_error(), nullptr;
     if (go)
-      *go = info;
+      *go = told;
     return c;
   }
 

@@ -1,6 +1,7 @@
 // budget.hpp: the payload memory every connection of a server shares. A
-// connection reserves a WRITE's whole payload when its header arrives and
-// gives it back when the request is done; when the memory is spent it waits,
+// connection reserves a piece of a WRITE's payload (config.hpp: write_piece)
+// before it receives it and gives it back once the piece is written; when
+// the memory is spent it waits,
 // in arrival order, reading nothing more from its client, until enough is
 // given back (back-pressure instead of exhaustion). A reservation is all or
 // nothing, so no two half-served connections can wait on each other.

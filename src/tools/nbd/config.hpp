@@ -23,6 +23,10 @@ struct export_options {
 // Payloads up to this size are received into the connection's own input
 // buffer; larger ones draw on the shared payload memory.
 inline constexpr uint32_t kInlinePayload = 64 * 1024;
+// A larger payload is received, and written, a piece at a time: at most
+// this much (or the payload memory, if smaller), between multiples of it on
+// the device. A WRITE of one piece reaches the device whole or not at all.
+inline constexpr uint64_t kWritePiece = 4 << 20;
 
 struct server_limits {
   // Connections served at once (fio's 128 jobs fit); one more is accepted
@@ -38,24 +42,31 @@ struct server_limits {
   // take; counted from the last request completed or 64 KiB moved. 0: none.
   unsigned request_timeout = 30;
   // Bytes shared by every connection for WRITE payloads above
-  // kInlinePayload, reserved whole when the header arrives (a connection
-  // waits, reading nothing more, while they are spent) and allocated as the
-  // bytes arrive.
+  // kInlinePayload, reserved a piece (write_piece()) at a time as the
+  // payload arrives (a connection waits, reading nothing more, while they
+  // are spent) and allocated as the bytes arrive.
   uint64_t payload_memory = uint64_t{64} << 20;
-  // The largest READ or WRITE, before max_payload() caps it.
-  uint32_t max_payload = 32u << 20;
+  // The largest READ or WRITE (nbdkit's): advertised in NBD_INFO_BLOCK_SIZE.
+  uint32_t max_payload = 64u << 20;
   // Event-loop threads; 0: one per CPU, at most 8.
   unsigned threads = 0;
 };
 
-// The largest request served: max_payload, no more than payload_memory
-// (so that any WRITE can be given its reservation), at least kInlinePayload,
-// in whole 4 KiB.
+// The largest request served: max_payload, at least kInlinePayload, in
+// whole 4 KiB. The payload memory does not bound it: a WRITE takes it a
+// piece at a time.
 inline uint32_t max_payload(const server_limits& l) {
-  uint64_t m = l.max_payload < l.payload_memory ? l.max_payload : l.payload_memory;
+  const uint64_t m = l.max_payload < kInlinePayload ? kInlinePayload : l.max_payload;
+  return static_cast<uint32_t>(m & ~uint64_t{4095});
+}
+
+// A WRITE payload's piece: kWritePiece, or the payload memory if smaller,
+// in whole 4 KiB (so whole logical blocks), at least kInlinePayload.
+inline uint64_t write_piece(const server_limits& l) {
+  uint64_t m = l.payload_memory < kWritePiece ? l.payload_memory : kWritePiece;
   if (m < kInlinePayload)
     m = kInlinePayload;
-  return static_cast<uint32_t>(m & ~uint64_t{4095});
+  return m & ~uint64_t{4095};
 }
 
 }  // namespace iov::nbd

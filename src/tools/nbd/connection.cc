@@ -56,7 +56,7 @@ connection::connection(int fd, const context& ctx, payload_budget::listener* loo
 connection::~connection() {
   ctx_.budget.release(&waiter_);
   if (payload_)
-    munmap(payload_, pending_.length);
+    munmap(payload_, piece_length_);
   ::shutdown(fd_, SHUT_RDWR);  // the client sees the end at once, even if a descriptor leaked to a child
   ::close(fd_);
 }
@@ -233,8 +233,9 @@ connection::io connection::fill() {
   if (phase_ == phase::payload && pages_.active() && empty)
     return fill_pages();
   const bool direct = phase_ == phase::payload && payload_ && empty;
-  void* dst = direct ? static_cast<void*>(static_cast<char*>(payload_) + payload_received_) : in_.get() + in_tail_;
-  const size_t room = direct ? pending_.length - payload_received_ : kInputBuffer - in_tail_;
+  void* dst = direct ? static_cast<void*>(static_cast<char*>(payload_) + (payload_received_ - piece_start_))
+                     : in_.get() + in_tail_;
+  const size_t room = direct ? piece_start_ + piece_length_ - payload_received_ : kInputBuffer - in_tail_;
   iov_iter it;
   iov_iter_ubuf(&it, ITER_DEST, dst, room);
   ssize_t n;
@@ -343,44 +344,46 @@ void connection::consume_output(size_t n) {
   }
 }
 
-// The iovecs of device bytes from pos on, appended to vec: lent (lease_) or
-// from the window, read now if it does not hold pos. False on a device
-// error. The device is only ever asked for whole logical blocks: the READ
-// was whole blocks, so seg_end (its segment's end) is a block boundary, and
-// the range asked for runs from the block holding pos to seg_end, or to the
-// block boundary past pos + want, or to a window's end, whichever is first.
-// What it gives may be more than want; the transport takes what it can.
+// The iovecs of device bytes from pos to at most seg_end (its segment's
+// end), appended to vec: lent (lease_) or from the window, read now if it
+// does not hold pos. False on a device error. The device is only ever asked
+// for whole logical blocks: from the block holding pos to the block boundary
+// at or past seg_end (a READ of any bytes, from a client that negotiated no
+// block size, is served from its covering blocks), or past pos + want, or to
+// a window's end, whichever is first. What it gives may be more than want;
+// the transport takes what it can.
 bool connection::gather_device(uint64_t pos, uint64_t seg_end, uint64_t want, ::iovec* vec, unsigned max,
                                unsigned* n, size_t* bytes) {
   const uint64_t lbs = ctx_.dev.limits().logical_block_size;
-  const uint64_t start = pos / lbs * lbs;
+  const uint64_t start = pos / lbs * lbs, block_end = (seg_end + lbs - 1) / lbs * lbs;
   if (ctx_.lends) {
     // No more pages than vec has room for, and no further than want asks.
     const uint64_t room = uint64_t{max - *n} * PAGE_SIZE;
     const uint64_t end =
-        std::min({seg_end, (pos + std::min(want, room) + lbs - 1) / lbs * lbs, (pos + room) / lbs * lbs});
+        std::min({block_end, (pos + std::min(want, room) + lbs - 1) / lbs * lbs, (pos + room) / lbs * lbs});
     if (end <= start)
       return true;  // vec is full: the rest goes in the next call
     const size_t from = lease_.pieces().size();
     if (ctx_.dev.lend_pages(start >> SECTOR_SHIFT, (end - start) >> SECTOR_SHIFT, &lease_) != 0)
       return false;
-    uint64_t skip = pos - start;
-    for (size_t k = from; k < lease_.pieces().size() && *n < max; k++) {
+    uint64_t skip = pos - start, left = std::min(end, seg_end) - pos;
+    for (size_t k = from; k < lease_.pieces().size() && *n < max && left; k++) {
       ::iovec v = lease_.pieces()[k];
       if (skip >= v.iov_len) {
         skip -= v.iov_len;
         continue;
       }
       v.iov_base = static_cast<char*>(v.iov_base) + skip;
-      v.iov_len -= skip;
+      v.iov_len = std::min<uint64_t>(v.iov_len - skip, left);
       skip = 0;
+      left -= v.iov_len;
       vec[(*n)++] = v;
       *bytes += v.iov_len;
     }
     return true;
   }
   if (pos < window_offset_ || pos >= window_offset_ + window_length_) {
-    const uint64_t end = std::min<uint64_t>(seg_end, start + kReadWindow);  // kReadWindow: whole blocks
+    const uint64_t end = std::min<uint64_t>(block_end, start + kReadWindow);  // kReadWindow: whole blocks
     iov_iter it;
     iov_iter_ubuf(&it, ITER_DEST, window_.get(), end - start);
     blk_request br{.op = REQ_OP_READ, .sector = start >> SECTOR_SHIFT, .iter = &it};
@@ -507,7 +510,7 @@ connection::io connection::tls_flush() {
 // --- Limits -------------------------------------------------------------------
 
 // A large payload or reply that keeps moving is progress too, 64 KiB at a
-// time: a slow client is not cut off in the middle of 32 MiB, while one that
+// time: a slow client is not cut off in the middle of 64 MiB, while one that
 // trickles bytes to hold the connection still is.
 void connection::moved(size_t n) {
   moved_ += n;

@@ -14,11 +14,12 @@
 //   - no READ data: a READ's bytes are lent by the device for one sendmsg at
 //     a time and lent again for the next (brd), or read a window
 //     (kReadWindow) at a time into its own window buffer (null_blk);
-//   - a WRITE payload above kInlinePayload only once the shared budget
-//     (budget.hpp) has reserved it whole; its memory is allocated then:
-//     pages the device will keep (page_payload.hpp), received into
-//     directly, or, for a device that copies, a mapping filled (so
-//     allocated) as the bytes arrive.
+//   - of a WRITE payload above kInlinePayload, one piece (context::piece,
+//     4 MiB) at a time, once the shared budget (budget.hpp) has reserved
+//     it; its memory is allocated then: pages the device will keep
+//     (page_payload.hpp), received into directly, or, for a device that
+//     copies, a mapping filled (so allocated) as the bytes arrive. Each
+//     piece is written when it is complete, and its memory given back.
 //
 //   connection c(fd, ctx, loop, now);
 //   switch (c.run(now)) { case connection::next::wait: ...; case connection::next::close: ... }
@@ -30,6 +31,7 @@
 #include <vector>
 
 #include "iov_drivers/blkdev.hpp"
+#include "nbd/block_locks.hpp"
 #include "nbd/budget.hpp"
 #include "nbd/config.hpp"
 #include "nbd/page_payload.hpp"
@@ -46,7 +48,9 @@ struct context {
   const export_options& exp;
   const server_limits& limits;
   payload_budget& budget;
+  block_locks& locks;    // held by every write of the device (block_locks.hpp)
   uint32_t max_payload;  // max_payload(limits)
+  uint64_t piece;        // write_piece(limits)
   bool lends;            // the device lends its pages (blkdev::lend_pages)
   bool replaces;         // it takes a WRITE's whole pages (blkdev::replace_pages)
   tls_mode tls;          // off unless credentials are loaded
@@ -141,14 +145,20 @@ class connection {
   bool carries_payload(const request& rq) const;
   step on_request(const request& rq);
   step start_payload(const request& rq);
+  step next_piece();
   step continue_payload();
+  void finish_piece();
   void finish_payload();
   uint32_t refusal(const request& rq, const char** message) const;
   void handle_request(const request& rq, const void* payload);
   void handle_write(const request& rq, const void* payload);
-  void commit_pages(const request& rq);
+  int commit_pages(uint64_t offset, uint64_t length, unsigned rq_flags, const char** why);
   io fill_pages();
   void handle_write_zeroes(const request& rq);
+  bool block_aligned(const request& rq) const;
+  int write_partial(uint64_t block, size_t at, size_t n, const unsigned char* src, unsigned rq_flags,
+                    const char** why);
+  int write_range(uint64_t offset, uint64_t length, const unsigned char* src, unsigned rq_flags, const char** why);
   void queue_read(const request& rq);
   size_t read_runs(const request& rq);
   void queue_chunk_header(const request& rq, uint16_t flags, uint16_t type, uint32_t length);
@@ -174,6 +184,7 @@ class connection {
   bool structured_ = false;  // structured replies, or extended (which are structured too)
   bool extended_ = false;    // extended headers
   bool meta_allocation_ = false;
+  bool any_offset_ = false;  // no block size negotiated: any offset and length (minimum block size 1)
 
   // Input: bytes [in_head_, in_tail_) of in_ are received, not yet taken.
   std::unique_ptr<unsigned char[]> in_;
@@ -206,12 +217,16 @@ class connection {
   };
   std::vector<read_run> runs_;
   std::vector<blk_extent> extents_;
+  std::vector<unsigned char> edge_;  // one logical block, for a read-modify-write of a partial one
 
-  // A WRITE whose payload is above kInlinePayload, being received: into
-  // pages_ when the device takes whole pages, else into payload_.
+  // A WRITE whose payload is above kInlinePayload, being received a piece
+  // at a time: into pages_ when the device takes whole pages, else into
+  // payload_. The piece is bytes [piece_start_, piece_start_ + piece_length_)
+  // of the payload.
   request pending_{};
   uint64_t payload_received_ = 0;
-  void* payload_ = nullptr;         // mmap()ed when the reservation is granted; nullptr: drained
+  uint64_t piece_start_ = 0, piece_length_ = 0;
+  void* payload_ = nullptr;         // the piece, mmap()ed when its reservation is granted; nullptr: drained
   page_payload pages_;              // also an inline WRITE's, for the moment of its copy
   uint32_t payload_error_ = 0;      // the reply once drained (refused, no memory)
   const char* payload_message_ = nullptr;

@@ -65,6 +65,7 @@ connection::phase connection::handle_option(uint32_t option, const unsigned char
         static const unsigned char zeroes[kExportNameZeroes] = {};
         queue_bytes(zeroes, sizeof zeroes);
       }
+      any_offset_ = true;  // it was told no block size
       return phase::requests;
     }
     case NBD_OPT_ABORT:
@@ -145,11 +146,12 @@ connection::phase connection::handle_info_or_go(uint32_t option, const unsigned 
   const uint16_t nreq = get16(data + 4 + namelen);
   if (len != 6 + namelen + 2 * size_t{nreq})
     return invalid();
-  bool want_name = false, want_description = false;
+  bool want_name = false, want_description = false, want_block_size = false;
   for (uint16_t k = 0; k < nreq; k++) {
     const uint16_t what = get16(data + 6 + namelen + 2 * k);
     want_name |= what == NBD_INFO_NAME;
     want_description |= what == NBD_INFO_DESCRIPTION;
+    want_block_size |= what == NBD_INFO_BLOCK_SIZE;
   }
   reply_export_info(option);
   if (want_name) {  // the canonical name, whatever name the client used
@@ -165,7 +167,10 @@ connection::phase connection::handle_info_or_go(uint32_t option, const unsigned 
     reply_option(option, NBD_REP_INFO, text.data(), static_cast<uint32_t>(text.size()));
   }
   // Block sizes: requests must be whole logical blocks, and at most the
-  // largest payload this server's limits allow.
+  // largest payload this server's limits allow. A client that did not ask
+  // for them may not read them: as the protocol's "Size constraints" ask,
+  // it may then use any offset and length (minimum block size 1), which
+  // the server serves from, and writes over, the covering blocks.
   unsigned char bs[14];
   put16(bs, NBD_INFO_BLOCK_SIZE);
   put32(bs + 2, ctx_.dev.limits().logical_block_size);
@@ -173,7 +178,10 @@ connection::phase connection::handle_info_or_go(uint32_t option, const unsigned 
   put32(bs + 10, ctx_.max_payload);
   reply_option(option, NBD_REP_INFO, bs, sizeof bs);
   reply_option(option, NBD_REP_ACK);
-  return option == NBD_OPT_GO ? phase::requests : phase::options;
+  if (option != NBD_OPT_GO)
+    return phase::options;
+  any_offset_ = !want_block_size;
+  return phase::requests;
 }
 
 connection::phase connection::handle_meta_context(uint32_t option, const unsigned char* data, uint32_t len) {

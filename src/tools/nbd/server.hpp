@@ -19,6 +19,7 @@
 
 #include "absl/status/status.h"
 #include "iov_drivers/blkdev.hpp"
+#include "nbd/block_locks.hpp"
 #include "nbd/budget.hpp"
 #include "nbd/config.hpp"
 #include "nbd/connection.hpp"
@@ -81,6 +82,7 @@ class server {
   blkdev& dev_;
   const server_options opts_;
   payload_budget budget_;
+  block_locks locks_;
   const context ctx_;
   listener listener_;
   std::vector<std::unique_ptr<event_loop>> loops_;

@@ -69,16 +69,30 @@ connection::step connection::on_request(const request& rq) {
   return step::done;
 }
 
-// A WRITE above kInlinePayload. Its payload is read before anything else:
-// into memory the shared budget has reserved for it whole (parked, reading
-// nothing, until then), or drained if the request is refused anyway.
+// A WRITE above kInlinePayload. Its payload is read before anything else,
+// a piece (ctx_.piece) at a time: into memory the shared budget has
+// reserved for that piece (parked, reading nothing, until then), or drained
+// if the request is refused anyway. Each piece is written once complete, so
+// no connection holds more than a piece, however large its WRITE; a WRITE
+// of one piece reaches the device whole or not at all.
 connection::step connection::start_payload(const request& rq) {
   pending_ = rq;
   payload_received_ = 0;
+  piece_start_ = piece_length_ = 0;
   payload_error_ = refusal(rq, &payload_message_);
   phase_ = phase::payload;
+  return next_piece();
+}
+
+// The next piece: up to the next multiple of ctx_.piece on the device (a
+// whole number of blocks and pages), so that only the payload's own ends
+// can be partial blocks.
+connection::step connection::next_piece() {
+  piece_start_ = payload_received_;
+  const uint64_t at = pending_.offset + piece_start_, end = pending_.offset + pending_.length;
+  piece_length_ = std::min(end, (at / ctx_.piece + 1) * ctx_.piece) - at;
   if (!payload_error_) {
-    switch (ctx_.budget.acquire(&waiter_, rq.length)) {
+    switch (ctx_.budget.acquire(&waiter_, piece_length_)) {
       case payload_budget::granted:
         break;
       case payload_budget::queued:
@@ -99,17 +113,18 @@ connection::step connection::continue_payload() {
       return step::park;
     parked_ = false;
   }
-  if (!payload_error_ && !payload_ && !pages_.active() && ctx_.replaces &&
-      !pages_.prepare(pending_.offset, pending_.length))
+  const uint64_t at = pending_.offset + piece_start_;
+  if (!payload_error_ && !payload_ && !pages_.active() && ctx_.replaces && block_aligned(pending_) &&
+      !pages_.prepare(at, piece_length_))
     log_event(event::no_memory, "out of memory for the pages of a %llu-byte WRITE payload: received into a mapping",
-              static_cast<unsigned long long>(pending_.length));
+              static_cast<unsigned long long>(piece_length_));
   if (!payload_error_ && !payload_ && !pages_.active()) {
     // Mapped, not touched: pages come as the bytes arrive.
-    void* p = mmap(nullptr, pending_.length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+    void* p = mmap(nullptr, piece_length_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                    -1, 0);
     if (p == MAP_FAILED) {
       log_event(event::no_memory, "out of memory for a %llu-byte WRITE payload: refused with ENOMEM",
-                static_cast<unsigned long long>(pending_.length));
+                static_cast<unsigned long long>(piece_length_));
       ctx_.budget.release(&waiter_);
       payload_error_ = NBD_ENOMEM;
       payload_message_ = "out of memory for the payload";
@@ -117,42 +132,70 @@ connection::step connection::continue_payload() {
       payload_ = p;
     }
   }
-  const uint64_t take = std::min<uint64_t>(available(), pending_.length - payload_received_);
+  const uint64_t take = std::min<uint64_t>(available(), piece_start_ + piece_length_ - payload_received_);
   if (pages_.active())
     pages_.fill(input(), take);
   else if (payload_)
-    std::memcpy(static_cast<char*>(payload_) + payload_received_, input(), take);
+    std::memcpy(static_cast<char*>(payload_) + (payload_received_ - piece_start_), input(), take);
   consume(take);
   payload_received_ += take;
-  if (payload_received_ < pending_.length)
+  if (payload_received_ < piece_start_ + piece_length_)
     return step::need_input;
+  finish_piece();
+  if (payload_received_ < pending_.length)
+    return next_piece();
   finish_payload();
   return step::done;
+}
+
+// A piece received: written (unless the WRITE already failed), its memory
+// and its reservation given back.
+void connection::finish_piece() {
+  const uint64_t at = pending_.offset + piece_start_;
+  const unsigned flags = pending_.flags & NBD_CMD_FLAG_FUA ? REQ_FUA : 0u;
+  const char* why = nullptr;
+  int err = 0;
+  if (!payload_error_ && pages_.active()) {
+    err = commit_pages(at, piece_length_, flags, &why);
+  } else if (!payload_error_) {
+    const uint64_t lbs = ctx_.dev.limits().logical_block_size;
+    block_locks::guard g(ctx_.locks, at / lbs, (at + piece_length_ + lbs - 1) / lbs);
+    err = write_range(at, piece_length_, static_cast<const unsigned char*>(payload_), flags, &why);
+  }
+  if (err) {
+    payload_error_ = nbd_errno(err);
+    payload_message_ = why ? why : "write failed";
+  }
+  pages_.reset();
+  if (payload_)
+    munmap(payload_, piece_length_);
+  payload_ = nullptr;
+  ctx_.budget.release(&waiter_);
 }
 
 void connection::finish_payload() {
   phase_ = phase::requests;
   if (payload_error_)
     reply_error(pending_, payload_error_, payload_message_);
-  else if (pages_.active())
-    commit_pages(pending_);
   else
-    handle_write(pending_, payload_);
-  if (payload_)
-    munmap(payload_, pending_.length);
-  payload_ = nullptr;
+    reply_ok(pending_);
   payload_error_ = 0;
-  ctx_.budget.release(&waiter_);
   progress();
+}
+
+// Whole logical blocks, as every request of a client that negotiated block
+// sizes must be; another client's may be any bytes (any_offset_).
+bool connection::block_aligned(const request& rq) const {
+  const uint64_t lbs = ctx_.dev.limits().logical_block_size;
+  return rq.offset % lbs == 0 && rq.length % lbs == 0;
 }
 
 // The protocol's error for a request this server will not execute, with why
 // in words; 0 for one it will.
 uint32_t connection::refusal(const request& rq, const char** message) const {
   const uint64_t size = ctx_.dev.get_capacity() << SECTOR_SHIFT;
-  const uint64_t lbs = ctx_.dev.limits().logical_block_size;
   const bool in_range = rq.offset <= size && rq.length <= size - rq.offset;
-  const bool aligned = rq.offset % lbs == 0 && rq.length % lbs == 0;
+  const bool aligned = any_offset_ || block_aligned(rq);
   auto refuse = [message](uint32_t error, const char* why) {
     *message = why;
     return error;
@@ -227,6 +270,7 @@ void connection::handle_request(const request& rq, const void* payload) {
       const uint64_t lbs = ctx_.dev.limits().logical_block_size;
       const uint64_t s = (rq.offset + lbs - 1) / lbs * lbs, e = (rq.offset + rq.length) / lbs * lbs;
       if (e > s && ctx_.dev.limits().max_hw_discard_sectors) {
+        block_locks::guard g(ctx_.locks, s / lbs, e / lbs);
         blk_request br{.op = REQ_OP_DISCARD, .sector = s >> SECTOR_SHIFT, .nr_sectors = (e - s) >> SECTOR_SHIFT};
         if (!submit_or_reply(rq, br, "trim failed", /*optional=*/true))
           return;
@@ -257,36 +301,117 @@ bool connection::submit_or_reply(const request& rq, blk_request& br, const char*
 // takes them (so that a concurrent READ never sees half of this WRITE in a
 // page), else into its own pages.
 void connection::handle_write(const request& rq, const void* payload) {
-  if (ctx_.replaces && pages_.prepare(rq.offset, rq.length)) {
-    pages_.fill(payload, rq.length);
-    return commit_pages(rq);
-  }
-  iov_iter it;
-  iov_iter_ubuf(&it, ITER_SOURCE, const_cast<void*>(payload), rq.length);
-  blk_request br{.op = REQ_OP_WRITE, .flags = rq.flags & NBD_CMD_FLAG_FUA ? REQ_FUA : 0u,
-                 .sector = rq.offset >> SECTOR_SHIFT, .iter = &it};
-  if (submit_or_reply(rq, br, "write failed"))
-    reply_ok(rq);
-}
-
-void connection::commit_pages(const request& rq) {
+  const unsigned flags = rq.flags & NBD_CMD_FLAG_FUA ? REQ_FUA : 0u;
   const char* why = nullptr;
-  if (const int err = pages_.commit(ctx_.dev, rq.flags & NBD_CMD_FLAG_FUA ? REQ_FUA : 0u, &why))
+  int err;
+  if (ctx_.replaces && block_aligned(rq) && pages_.prepare(rq.offset, rq.length)) {
+    pages_.fill(payload, rq.length);
+    err = commit_pages(rq.offset, rq.length, flags, &why);
+  } else {
+    const uint64_t lbs = ctx_.dev.limits().logical_block_size;
+    block_locks::guard g(ctx_.locks, rq.offset / lbs, (rq.offset + rq.length + lbs - 1) / lbs);
+    err = write_range(rq.offset, rq.length, static_cast<const unsigned char*>(payload), flags, &why);
+  }
+  if (err)
     return reply_error(rq, nbd_errno(err), why ? why : "write failed");
   reply_ok(rq);
 }
 
+// The pages received (whole blocks at [offset, offset + length)) handed to
+// the device, under the blocks' locks. 0 or the device's -errno, with *why.
+int connection::commit_pages(uint64_t offset, uint64_t length, unsigned rq_flags, const char** why) {
+  const uint64_t lbs = ctx_.dev.limits().logical_block_size;
+  block_locks::guard g(ctx_.locks, offset / lbs, (offset + length) / lbs);
+  return pages_.commit(ctx_.dev, rq_flags, why);
+}
+
 // Native on both drivers: brd frees or clears pages, null_blk unstores or
 // stores zeros; NO_HOLE asks to keep the storage (REQ_NOUNMAP). So
-// FAST_ZERO is always honoured.
+// FAST_ZERO is always honoured (the partial blocks of an unaligned range
+// are written, which is fast too).
 void connection::handle_write_zeroes(const request& rq) {
-  blk_request br{.op = REQ_OP_WRITE_ZEROES,
-                 .flags = (rq.flags & NBD_CMD_FLAG_NO_HOLE ? REQ_NOUNMAP : 0u) |
+  const uint64_t lbs = ctx_.dev.limits().logical_block_size;
+  const char* why = nullptr;
+  int err;
+  {
+    block_locks::guard g(ctx_.locks, rq.offset / lbs, (rq.offset + rq.length + lbs - 1) / lbs);
+    err = write_range(rq.offset, rq.length, nullptr,
+                      (rq.flags & NBD_CMD_FLAG_NO_HOLE ? REQ_NOUNMAP : 0u) |
                           (rq.flags & NBD_CMD_FLAG_FUA ? REQ_FUA : 0u),
-                 .sector = rq.offset >> SECTOR_SHIFT,
-                 .nr_sectors = rq.length >> SECTOR_SHIFT};
-  if (submit_or_reply(rq, br, "write zeroes failed"))
-    reply_ok(rq);
+                      &why);
+  }
+  if (err)
+    return reply_error(rq, nbd_errno(err), why ? why : "write zeroes failed");
+  reply_ok(rq);
+}
+
+// Bytes [offset, offset + length) of the device from src, or zeros when src
+// is null: a partial block at either end by read-modify-write
+// (write_partial), the whole blocks between in one request. The caller holds
+// the blocks' stripes, so that no other write lands between a partial
+// block's read and its write. 0 or the device's -errno, with *why.
+int connection::write_range(uint64_t offset, uint64_t length, const unsigned char* src, unsigned rq_flags,
+                            const char** why) {
+  const uint64_t lbs = ctx_.dev.limits().logical_block_size, end = offset + length;
+  uint64_t at = offset;
+  auto take = [&](uint64_t n) {
+    at += n;
+    if (src)
+      src += n;
+  };
+  if (at % lbs && at < end) {
+    const uint64_t n = std::min(end, (at / lbs + 1) * lbs) - at;
+    if (int err = write_partial(at / lbs, at % lbs, n, src, rq_flags, why))
+      return err;
+    take(n);
+  }
+  if (const uint64_t whole = (end - at) / lbs * lbs) {
+    int err;
+    blk_request br{.op = src ? REQ_OP_WRITE : REQ_OP_WRITE_ZEROES, .flags = rq_flags, .sector = at >> SECTOR_SHIFT};
+    if (src) {
+      iov_iter it;
+      iov_iter_ubuf(&it, ITER_SOURCE, const_cast<unsigned char*>(src), whole);
+      br.iter = &it;
+      err = ctx_.dev.submit(br);
+    } else {
+      br.nr_sectors = whole >> SECTOR_SHIFT;
+      err = ctx_.dev.submit(br);
+    }
+    if (err) {
+      *why = br.error;
+      return err;
+    }
+    take(whole);
+  }
+  if (at < end)
+    return write_partial(at / lbs, 0, end - at, src, rq_flags, why);
+  return 0;
+}
+
+// Bytes [at, at + n) of logical block `block` from src (zeros when null):
+// the block read, changed and written back whole.
+int connection::write_partial(uint64_t block, size_t at, size_t n, const unsigned char* src, unsigned rq_flags,
+                              const char** why) {
+  const uint64_t lbs = ctx_.dev.limits().logical_block_size;
+  edge_.resize(lbs);
+  iov_iter it;
+  iov_iter_ubuf(&it, ITER_DEST, edge_.data(), lbs);
+  blk_request rd{.op = REQ_OP_READ, .sector = (block * lbs) >> SECTOR_SHIFT, .iter = &it};
+  if (int err = ctx_.dev.submit(rd)) {
+    *why = rd.error;
+    return err;
+  }
+  if (src)
+    std::memcpy(edge_.data() + at, src, n);
+  else
+    std::memset(edge_.data() + at, 0, n);
+  iov_iter_ubuf(&it, ITER_SOURCE, edge_.data(), lbs);
+  blk_request wr{.op = REQ_OP_WRITE, .flags = rq_flags & REQ_FUA, .sector = rd.sector, .iter = &it};
+  if (int err = ctx_.dev.submit(wr)) {
+    *why = wr.error;
+    return err;
+  }
+  return 0;
 }
 
 // A chunk's header in the negotiated form: structured, or extended (which
@@ -381,10 +506,11 @@ void connection::queue_read(const request& rq) {
 size_t connection::read_runs(const request& rq) {
   runs_.clear();
   extents_.clear();
-  if (ctx_.dev.map_extents(rq.offset >> SECTOR_SHIFT, rq.length >> SECTOR_SHIFT, &extents_, nullptr,
+  const uint64_t lbs = ctx_.dev.limits().logical_block_size, end = rq.offset + rq.length;
+  const uint64_t first = rq.offset / lbs * lbs, last = (end + lbs - 1) / lbs * lbs;  // the covering blocks
+  if (ctx_.dev.map_extents(first >> SECTOR_SHIFT, (last - first) >> SECTOR_SHIFT, &extents_, nullptr,
                            BLK_MAP_ALLOCATION) != 0)
     return 0;
-  const uint64_t end = rq.offset + rq.length;
   uint64_t at = rq.offset;
   for (const blk_extent& e : extents_) {
     const bool zero = e.flags & BLK_EXTENT_ZERO;
