@@ -196,15 +196,16 @@ TEST(NbdProgramLimits, HundredsOfConnectionsNeedNoThreadUnderAnAddressSpaceLimit
 
 // Under an address-space limit, payload memory that cannot be mapped
 // refuses that WRITE with ENOMEM (and one log line); the others, and the
-// server, go on. The limit leaves room for about four 16 MiB payloads
-// beyond what the server needs with its disk written (measured on one
+// server, go on. Each WRITE is one 4 MiB piece (the most of a payload the
+// server maps at once, kWritePiece), and the limit leaves room for about four
+// of them beyond what the server needs with its disk written (measured on one
 // without a limit), and twelve WRITE headers arrive before any payload is
 // complete, so their reservations (of a 1 GiB budget) are mapped at once.
 TEST(NbdProgramLimits, AFailedAllocationRefusesTheRequestNotTheServer) {
   REQUIRE_PROGRAM();
   SKIP_UNDER_SANITIZERS();
   constexpr int kWriters = 12;
-  constexpr uint64_t kLength = 16 * MiB;
+  constexpr uint64_t kLength = 4 * MiB;  // kWritePiece
   const std::vector<std::string> args{"--driver=brd", "--size=256m", "--payload-memory=1g", "--threads=1"};
   const bytes old_data(kLength, 0x3e);
   // The disk written whole (so a WRITE allocates no page), a good client and the writers.
