@@ -359,6 +359,10 @@ TEST(RegisteredBuffers, MincoreProbeChecksTheMappingOnly) {
 TEST(RegisteredBuffers, MlockRefusalIsAClearError) {
 #if defined(__SANITIZE_ADDRESS__)
   GTEST_SKIP() << "AddressSanitizer intercepts mlock() and always succeeds";
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  GTEST_SKIP() << "AddressSanitizer intercepts mlock() and always succeeds";
+#endif
 #endif
   Arena a(64 * 4096, 0);
   pid_t pid = fork();

@@ -94,11 +94,13 @@ bool unprivileged_can_execute(const char* path);
 
 // Whether this test program was built with a sanitizer (whose programs
 // reserve terabytes of address space: no RLIMIT_AS test can run under one).
-constexpr bool kSanitized =
+// (GCC defines __SANITIZE_*__; clang-14 answers __has_feature.)
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-    true;
+constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+constexpr bool kSanitized = __has_feature(address_sanitizer) || __has_feature(thread_sanitizer);
 #else
-    false;
+constexpr bool kSanitized = false;
 #endif
 
 }  // namespace iov_test
