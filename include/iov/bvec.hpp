@@ -160,7 +160,7 @@ inline void bvec_iter_advance_single(const bio_vec* bv, bvec_iter* iter, unsigne
 }
 
 // For iterating one bio from start to end.
-inline constexpr bvec_iter BVEC_ITER_ALL_INIT = {0, UINT_MAX, 0, 0};
+inline constexpr bvec_iter BVEC_ITER_ALL_INIT = {0, UINT_MAX, 0, {0}};
 
 }  // namespace iov
 

@@ -32,6 +32,15 @@
 
 #include "iov/bvec.hpp"
 
+// The kernel's flexible array member __bv[] (and a bvecq made empty with {})
+// are GNU extensions that GCC and Clang implement in C++; __extension__ quiets
+// GCC's -Wpedantic, and Clang needs its two warnings named.
+#if defined(__clang__)
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wc99-extensions"
+#pragma clang diagnostic ignored "-Wzero-length-array"
+#endif
+
 namespace iov {
 
 // The kind of memory retention the elements of bvecq::bv use and how to clean
@@ -262,3 +271,7 @@ inline bool bvecq_next_slot(const bvecq** bq, unsigned* slot) {
 }
 
 }  // namespace iov
+
+#if defined(__clang__)
+#pragma clang diagnostic pop
+#endif

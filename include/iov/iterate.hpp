@@ -67,7 +67,7 @@ IOV_ALWAYS_INLINE size_t walk_segs(iov_iter* iter, size_t len, void* priv, void*
     p++;
     skip = 0;
   } while (len);
-  iter->nr_segs -= p - segs;
+  iter->nr_segs -= static_cast<unsigned long>(p - segs);
   segs = p;
   iter->iov_offset = skip;
   iter->count -= progress;
@@ -155,7 +155,7 @@ IOV_ALWAYS_INLINE size_t iterate_bvec(iov_iter* iter, size_t len, void* priv, vo
       break;
   } while (len);
 done:
-  iter->nr_segs -= p - iter->bvec;
+  iter->nr_segs -= static_cast<unsigned long>(p - iter->bvec);
   iter->bvec = p;
   iter->iov_offset = skip;
   iter->count -= progress;

@@ -53,7 +53,7 @@ inline void advance_segs(iov_iter* i, size_t size) {
     size -= T::len(*p);
   }
   i->iov_offset = size;
-  i->nr_segs -= p - segs;
+  i->nr_segs -= static_cast<unsigned long>(p - segs);
   segs = p;
 }
 
