@@ -26,6 +26,7 @@
 #include "iov/page.hpp"
 #include "iov/position.hpp"
 #include "iov/rcu.hpp"
+#include "iov/vmalloc.hpp"
 #include "iov/xarray.hpp"
 
 namespace iov {
@@ -57,9 +58,19 @@ inline unsigned want_pages_array(page*** res, size_t size, size_t start, unsigne
   return static_cast<unsigned>(count);
 }
 
+// The page of a kernel address, as the kernel's kvec extraction finds it:
+// through the vmalloc range's table for a vmap()/vmalloc() address, whose
+// pages are not its frames, else its own frame.
+inline page* kvec_addr_to_page(const void* kaddr) {
+  if (IOV_UNLIKELY(is_vmalloc_or_module_addr(kaddr)))
+    return vmalloc_to_page(kaddr);
+  return virt_to_page(kaddr);
+}
+
 // The tail UBUF, IOVEC and KVEC share: the pages under the `size` bytes of
 // contiguous memory at addr (at most maxpages of them), and the advance past
-// the bytes those pages hold.
+// the bytes those pages hold. A vmalloc address (KVEC only) names its pages
+// one by one.
 inline ssize_t extract_contiguous_pages(iov_iter* i, const char* addr, size_t size, page*** pages, unsigned maxpages,
                                  size_t* offset0) {
   size_t offset = offset_in_page(addr);
@@ -67,9 +78,14 @@ inline ssize_t extract_contiguous_pages(iov_iter* i, const char* addr, size_t si
   maxpages = want_pages_array(pages, size, offset, maxpages);
   if (!maxpages)
     return -ENOMEM;
-  page* first = virt_to_page(addr);
-  for (unsigned k = 0; k < maxpages; k++)
-    (*pages)[k] = first + k;
+  if (IOV_UNLIKELY(is_vmalloc_or_module_addr(addr))) {
+    for (unsigned k = 0; k < maxpages; k++)
+      (*pages)[k] = vmalloc_to_page(addr - offset + k * PAGE_SIZE);
+  } else {
+    page* first = virt_to_page(addr);
+    for (unsigned k = 0; k < maxpages; k++)
+      (*pages)[k] = first + k;
+  }
   size = std::min(size, maxpages * PAGE_SIZE - offset);
   iov_iter_advance(i, size);
   return static_cast<ssize_t>(size);
