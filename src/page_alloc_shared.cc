@@ -61,8 +61,15 @@ void* shared_chunk_map(int64_t* file_offset) noexcept {
   if (!take_offset(f, file_offset))
     return nullptr;
   void* mem = map_aligned(CHUNK_SIZE, CHUNK_SIZE, f.fd, *file_offset);
-  if (!mem)
+  if (!mem) {
     give_offset(f, *file_offset);
+    return nullptr;
+  }
+  // shmem rarely has huge pages (shmem_enabled is "never" by default), and
+  // 512 faults cost twice one populating call (docs/memory.md): the chunk is
+  // resident at once, as the default pool's is on a huge page. A kernel
+  // before 5.14 refuses the call and the frames fault in one by one.
+  madvise(mem, CHUNK_SIZE, MADV_POPULATE_WRITE);
   return mem;
 }
 
