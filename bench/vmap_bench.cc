@@ -12,10 +12,12 @@
 //                             store, against the default pool's
 //   extract_kvec              iov_iter_extract_pages() over the kernel's
 //                             kvec[8] of 256 MiB (non-vmalloc addresses), 16
-//                             pages a call, against the extraction as it was
-//                             before vmalloc addresses were told apart
+//                             pages a call, against the same extraction
+//                             compiled without the vmalloc test
+//                             (internal::extract_pages<false>)
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -118,39 +120,6 @@ void bm_randwrite(benchmark::State& state, bool shared) {
   expect_bytes(state, done, kRandOps * PAGE_SIZE);
 }
 
-// iov_iter_extract_pages() on ITER_KVEC as it was before vmalloc addresses
-// were told apart (the same steps, want_pages_array() included): the
-// frames under the address, one after another.
-ssize_t extract_kvec_before(iov_iter* i, page*** pages, size_t maxsize, unsigned maxpages, size_t* offset0) {
-  maxsize = std::min({maxsize, i->count, MAX_RW_COUNT});
-  if (!maxsize || !maxpages)
-    return 0;
-  size_t skip = i->iov_offset, size;
-  for (;;) {
-    if (i->nr_segs == 0)
-      return 0;
-    size = std::min(maxsize, i->kvec->iov_len - skip);
-    if (size)
-      break;
-    i->iov_offset = 0;
-    i->nr_segs--;
-    i->kvec++;
-    skip = 0;
-  }
-  const char* addr = static_cast<const char*>(i->kvec->iov_base) + skip;
-  size_t offset = offset_in_page(addr);
-  *offset0 = offset;
-  maxpages = iov::internal::want_pages_array(pages, size, offset, maxpages);
-  if (!maxpages)
-    return -ENOMEM;
-  page* first = virt_to_page(addr);
-  for (unsigned k = 0; k < maxpages; k++)
-    (*pages)[k] = first + k;
-  size = std::min(size, maxpages * PAGE_SIZE - offset);
-  iov_iter_advance(i, size);
-  return static_cast<ssize_t>(size);
-}
-
 template <bool Library>
 void bm_extract_kvec(benchmark::State& state) {
   constexpr unsigned kPages = 16;
@@ -164,7 +133,7 @@ void bm_extract_kvec(benchmark::State& state) {
       size_t off;
       page** p = array;
       ssize_t n = Library ? iov_iter_extract_pages(&it, &p, kPages * PAGE_SIZE, kPages, 0, &off)
-                          : extract_kvec_before(&it, &p, kPages * PAGE_SIZE, kPages, &off);
+                          : iov::internal::extract_pages<false>(&it, &p, kPages * PAGE_SIZE, kPages, &off);
       if (n <= 0)
         die("extract");
       sum += reinterpret_cast<uintptr_t>(array[0]) + reinterpret_cast<uintptr_t>(array[kPages - 1]);

@@ -22,7 +22,7 @@
 namespace iov {
 namespace {
 
-constexpr size_t VMALLOC_BYTES = size_t{16} << 30;
+using internal::VMALLOC_BYTES;
 
 struct vm_area {
   size_t size;  // bytes, the guard page included
@@ -31,9 +31,14 @@ struct vm_area {
   unsigned int nr_pages;
 };
 
+struct vmalloc_space {
+  uintptr_t start, end;
+  page** pages;  // what internal::vmalloc_pages publishes
+};
+
 struct vmalloc_state {
   std::mutex lock;
-  internal::vmalloc_space space{};
+  vmalloc_space space{};
   std::map<uintptr_t, size_t> free_runs;        // start -> bytes, never adjacent
   std::unordered_map<uintptr_t, vm_area> areas;  // by start
 };
@@ -64,7 +69,8 @@ bool ensure_space(vmalloc_state& s) {
   s.space = {reinterpret_cast<uintptr_t>(range), reinterpret_cast<uintptr_t>(range) + VMALLOC_BYTES,
              static_cast<page**>(table)};
   s.free_runs.emplace(s.space.start, VMALLOC_BYTES);
-  internal::the_vmalloc_space.store(&s.space, std::memory_order_release);
+  internal::vmalloc_pages.store(s.space.pages, std::memory_order_relaxed);
+  internal::vmalloc_start.store(s.space.start, std::memory_order_release);
   return true;
 }
 

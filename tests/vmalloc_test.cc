@@ -84,6 +84,8 @@ TEST(Vmap, MapsThePagesInArrayOrder) {
   for (page* p : pages) EXPECT_FALSE(iov::is_vmalloc_addr(iov::page_address(p)));
   int on_stack;
   EXPECT_FALSE(iov::is_vmalloc_addr(&on_stack));
+  EXPECT_FALSE(iov::is_vmalloc_addr(iov::ERR_PTR(-ENOMEM)));
+  EXPECT_FALSE(iov::is_vmalloc_addr(nullptr));
   EXPECT_EQ(iov::vmalloc_to_page(&on_stack), nullptr);
 
   iov::vunmap(mapped);

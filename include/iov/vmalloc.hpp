@@ -57,19 +57,19 @@ void* vzalloc(unsigned long size) noexcept;
 void vfree(const void* addr) noexcept;
 
 namespace internal {
-// The reserved range and its table from page index to page (the kernel's
-// page tables for it), published once, at the first vmap().
-struct vmalloc_space {
-  uintptr_t start, end;
-  page** pages;  // (addr - start) >> PAGE_SHIFT: the mapped page, NULL for none
-};
-inline std::atomic<const vmalloc_space*> the_vmalloc_space{nullptr};
+// The reserved range: VMALLOC_BYTES from vmalloc_start, set once at the first
+// vmap(), after the table (release). Before that the start is 2^63, where
+// no pointer lies (non-canonical on x86-64 and arm64, and below the
+// ERR_PTR() values), so the test every extraction makes is one load and a
+// compare with a constant.
+inline constexpr uintptr_t VMALLOC_BYTES = uintptr_t{16} << 30;
+inline std::atomic<uintptr_t> vmalloc_start{uintptr_t{1} << 63};
+inline std::atomic<page**> vmalloc_pages{nullptr};  // (addr - start) >> PAGE_SHIFT: the page, NULL for none
 }  // namespace internal
 
 inline bool is_vmalloc_addr(const void* x) {
-  const internal::vmalloc_space* s = internal::the_vmalloc_space.load(std::memory_order_acquire);
-  auto addr = reinterpret_cast<uintptr_t>(x);
-  return s && addr - s->start < s->end - s->start;
+  return reinterpret_cast<uintptr_t>(x) - internal::vmalloc_start.load(std::memory_order_acquire) <
+         internal::VMALLOC_BYTES;
 }
 // There are no modules: the same test.
 inline bool is_vmalloc_or_module_addr(const void* x) { return is_vmalloc_addr(x); }
@@ -77,10 +77,11 @@ inline bool is_vmalloc_or_module_addr(const void* x) { return is_vmalloc_addr(x)
 // The page mapped at addr; NULL for a guard page, an address no mapping
 // holds, or one outside the vmalloc range.
 inline page* vmalloc_to_page(const void* addr) {
-  if (!is_vmalloc_addr(addr))
+  uintptr_t offset = reinterpret_cast<uintptr_t>(addr) - internal::vmalloc_start.load(std::memory_order_acquire);
+  if (offset >= internal::VMALLOC_BYTES)
     return nullptr;
-  const internal::vmalloc_space* s = internal::the_vmalloc_space.load(std::memory_order_relaxed);
-  return s->pages[(reinterpret_cast<uintptr_t>(addr) - s->start) >> PAGE_SHIFT];
+  page** table = internal::vmalloc_pages.load(std::memory_order_relaxed);
+  return table ? table[offset >> PAGE_SHIFT] : nullptr;
 }
 inline unsigned long vmalloc_to_pfn(const void* addr) { return page_to_pfn(vmalloc_to_page(addr)); }
 
