@@ -7,6 +7,11 @@
 // through a per-thread cache first and takes the lock once per batch. Orders
 // above 9 get a mapping of their own.
 //
+// __GFP_VMAPPABLE allocations come from a second pool of the same shape
+// whose chunks are ranges of a memfd (src/page_alloc_shared.cc), so that
+// vmap() can map their frames a second time; the default pool's frames stay
+// private anonymous memory.
+//
 // Memory goes back to the system: beyond a few spare ones, a chunk whose
 // frames are all free is unmapped at once, and once enough free frames have
 // been written to, the free runs of 512 KiB and more are released with
@@ -53,16 +58,6 @@ constexpr unsigned CACHE_CAPACITY = 256, CACHE_BATCH = 64;
 constexpr unsigned MAX_ORDER = 40 - PAGE_SHIFT;  // 1 TiB: larger requests fail
 constexpr unsigned TRYLOCK_SPINS = 64;
 
-// The table from address / 2 MiB to descriptor: 47-bit user addresses, two
-// levels of 2^13 entries; a leaf covers 16 GiB.
-constexpr unsigned SLOT_SHIFT = 21, LEAF_BITS = 13, ADDRESS_BITS = 47;
-constexpr size_t TOP_ENTRIES = size_t{1} << (ADDRESS_BITS - SLOT_SHIFT - LEAF_BITS);
-constexpr size_t LEAF_ENTRIES = size_t{1} << LEAF_BITS;
-struct leaf {
-  std::atomic<void*> slots[LEAF_ENTRIES];
-};
-std::atomic<leaf*> region_table[TOP_ENTRIES];
-
 struct thread_cache;
 
 struct free_area {
@@ -70,8 +65,11 @@ struct free_area {
   size_t count = 0;
 };
 
-// Everything below is guarded by `lock`.
+}  // namespace
+
+// A pool. Everything below `lock` is guarded by it.
 struct allocator {
+  bool shared = false;  // frames from the memfd (__GFP_VMAPPABLE)
   std::mutex lock;
   free_area areas[CHUNK_ORDER + 1];
   size_t chunks_held = 0;
@@ -83,47 +81,29 @@ struct allocator {
   thread_cache* caches = nullptr;  // the threads' caches, for the statistics
 };
 
-allocator& the_allocator() {
-  static allocator* a = new allocator;  // never destroyed: threads may exit after main
-  return *a;
+namespace {
+
+enum pool_index : unsigned { DEFAULT_POOL, SHARED_POOL, NR_POOLS };
+
+allocator* make_pools() {
+  auto* p = new allocator[NR_POOLS];  // never destroyed: threads may exit after main
+  p[SHARED_POOL].shared = true;
+  return p;
 }
 
-// --- The table --------------------------------------------------------------
-
-bool set_region(uintptr_t addr, void* r) {
-  size_t top = addr >> (SLOT_SHIFT + LEAF_BITS);
-  if (top >= TOP_ENTRIES)
-    return false;
-  leaf* l = region_table[top].load(std::memory_order_acquire);
-  if (!l) {
-    l = new (std::nothrow) leaf{};
-    if (!l)
-      return false;
-    region_table[top].store(l, std::memory_order_release);  // under the lock: no other writer
-  }
-  l->slots[(addr >> SLOT_SHIFT) & (LEAF_ENTRIES - 1)].store(r, std::memory_order_release);
-  return true;
+allocator& pool(unsigned index) {
+  static allocator* pools = make_pools();
+  return pools[index];
 }
 
-// --- Mappings ---------------------------------------------------------------
+allocator& pool_for(gfp_t gfp) { return pool(gfp & __GFP_VMAPPABLE ? SHARED_POOL : DEFAULT_POOL); }
+unsigned index_of(const allocator& a) { return a.shared ? SHARED_POOL : DEFAULT_POOL; }
 
-// bytes of fresh zeroed memory aligned to `align` (a power of two >= 2 MiB).
-void* map_aligned(size_t bytes, size_t align) {
-  size_t span = bytes + align;
-  void* raw = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                   -1, 0);
-  if (raw == MAP_FAILED)
-    return nullptr;
-  uintptr_t start = reinterpret_cast<uintptr_t>(raw);
-  uintptr_t aligned = (start + align - 1) & ~(align - 1);
-  if (aligned > start)
-    munmap(raw, aligned - start);
-  if (uintptr_t end = start + span, used_end = aligned + bytes; end > used_end)
-    munmap(reinterpret_cast<void*>(used_end), end - used_end);
-  // Huge TLB entries where THP allows it; without THP the call fails and
-  // the frames are ordinary 4 KiB pages.
-  madvise(reinterpret_cast<void*>(aligned), bytes, MADV_HUGEPAGE);
-  return reinterpret_cast<void*>(aligned);
+// Gives the frames at addr back to the system; they read as zeroes after.
+bool release_range(const allocator& a, void* addr, size_t bytes) {
+  if (a.shared)
+    return shared_release(addr, bytes);
+  return madvise(addr, bytes, MADV_DONTNEED) == 0;
 }
 
 // --- Free lists (lock held) ---------------------------------------------------
@@ -209,17 +189,27 @@ bool add_chunk(allocator& a, chunk* c) {
   return true;
 }
 
-chunk* new_chunk() {
-  void* mem = map_aligned(CHUNK_SIZE, CHUNK_SIZE);
+void unmap_chunk_memory(void* mem, int64_t file_offset) {
+  if (file_offset >= 0)
+    shared_chunk_unmap(mem, file_offset);
+  else
+    munmap(mem, CHUNK_SIZE);
+}
+
+chunk* new_chunk(allocator& a) {
+  int64_t file_offset = -1;
+  void* mem = a.shared ? shared_chunk_map(&file_offset) : map_aligned(CHUNK_SIZE, CHUNK_SIZE);
   if (!mem)
     return nullptr;
   auto* c = new (std::nothrow) chunk();
   if (!c) {
-    munmap(mem, CHUNK_SIZE);
+    unmap_chunk_memory(mem, file_offset);
     return nullptr;
   }
   c->kind = region_kind::chunk;
   c->base = reinterpret_cast<uintptr_t>(mem);
+  c->pool = &a;
+  c->file_offset = file_offset;
   IOV_POISON(mem, CHUNK_SIZE);
   for (unsigned i = 0; i < CHUNK_FRAMES; i++)
     c->frames[i].index = static_cast<uint16_t>(i);
@@ -228,7 +218,7 @@ chunk* new_chunk() {
 
 void delete_chunk(chunk* c) {
   IOV_UNPOISON(reinterpret_cast<void*>(c->base), CHUNK_SIZE);
-  munmap(reinterpret_cast<void*>(c->base), CHUNK_SIZE);
+  unmap_chunk_memory(reinterpret_cast<void*>(c->base), c->file_offset);
   delete c;
 }
 
@@ -263,7 +253,7 @@ size_t release_dirty_runs(allocator& a) {
       if (m->flags & F_ZEROED)
         continue;
       size_t bytes = PAGE_SIZE << o;
-      if (madvise(page_of(m), bytes, MADV_DONTNEED) != 0)
+      if (!release_range(a, page_of(m), bytes))
         continue;
       m->flags.fetch_or(F_ZEROED, std::memory_order_relaxed);
       a.dirty_large -= size_t{1} << o;
@@ -305,7 +295,7 @@ frame_meta* take_block_mapping(allocator& a, gfp_t gfp, unsigned order, bool* ze
     if (frame_meta* m = take_block(a, order, zeroed))
       return m;
     a.lock.unlock();
-    chunk* c = new_chunk();
+    chunk* c = new_chunk(a);
     if (!c || !lock_for(a, gfp)) {
       if (c)
         delete_chunk(c);
@@ -321,7 +311,10 @@ frame_meta* take_block_mapping(allocator& a, gfp_t gfp, unsigned order, bool* ze
 
 // --- Per-thread caches of order-0 frames --------------------------------------
 
+// One a pool.
 struct thread_cache {
+  explicit thread_cache(unsigned pool) : pool_index(pool) {}
+  const unsigned pool_index;
   frame_meta* frames[CACHE_CAPACITY];
   unsigned n = 0;
   std::atomic<unsigned> published{0};  // n, for the statistics of other threads
@@ -373,14 +366,14 @@ void unregister_cache(allocator& a, thread_cache& tc) {
 thread_cache::~thread_cache() {
   if (!registered && !n)
     return;
-  allocator& a = the_allocator();
+  allocator& a = pool(pool_index);
   unmap_list later;
   std::lock_guard g(a.lock);
   drain_locked(a, *this, 0, later);
   unregister_cache(a, *this);
 }
 
-thread_local thread_cache this_thread_cache;
+thread_local thread_cache this_thread_caches[NR_POOLS] = {thread_cache(DEFAULT_POOL), thread_cache(SHARED_POOL)};
 
 // Fills the cache with a batch. Returns false when not one frame was found.
 bool refill(allocator& a, thread_cache& tc, gfp_t gfp) {
@@ -420,8 +413,9 @@ page* hand_out(frame_meta* m, unsigned order, gfp_t gfp, bool zeroed) {
 }
 
 page* alloc_order0(gfp_t gfp) {
-  thread_cache& tc = this_thread_cache;
-  if (!tc.n && !refill(the_allocator(), tc, gfp))
+  allocator& a = pool_for(gfp);
+  thread_cache& tc = this_thread_caches[index_of(a)];
+  if (!tc.n && !refill(a, tc, gfp))
     return nullptr;
   frame_meta* m = tc.frames[tc.n - 1];
   tc.set_n(tc.n - 1);
@@ -430,14 +424,13 @@ page* alloc_order0(gfp_t gfp) {
 
 void free_order0(frame_meta* m) {
   IOV_POISON(page_of(m), PAGE_SIZE);
-  thread_cache& tc = this_thread_cache;
+  allocator& a = *chunk_of(m)->pool;
+  thread_cache& tc = this_thread_caches[index_of(a)];
   if (!tc.registered) {  // a thread that frees before it ever allocates
-    allocator& a = the_allocator();
     std::lock_guard g(a.lock);
     register_cache(a, tc);
   }
   if (tc.n == CACHE_CAPACITY) {
-    allocator& a = the_allocator();
     unmap_list later;
     std::lock_guard g(a.lock);
     drain_locked(a, tc, CACHE_CAPACITY - CACHE_BATCH, later);
@@ -447,21 +440,31 @@ void free_order0(frame_meta* m) {
   tc.set_n(tc.n + 1);
 }
 
+void unmap_direct_memory(void* mem, size_t bytes, int fd) {
+  if (fd >= 0)
+    shared_direct_unmap(mem, bytes, fd);
+  else
+    munmap(mem, bytes);
+}
+
 page* alloc_direct(gfp_t gfp, unsigned order) {
   size_t bytes = PAGE_SIZE << order;
-  void* mem = map_aligned(bytes, bytes);
+  allocator& a = pool_for(gfp);
+  int fd = -1;
+  void* mem = a.shared ? shared_direct_map(bytes, &fd) : map_aligned(bytes, bytes);
   if (!mem)
     return nullptr;
   auto* d = new (std::nothrow) direct_mapping();
-  allocator& a = the_allocator();
   if (!d || !lock_for(a, gfp)) {
-    munmap(mem, bytes);
+    unmap_direct_memory(mem, bytes, fd);
     delete d;
     return nullptr;
   }
   d->kind = region_kind::direct;
   d->base = reinterpret_cast<uintptr_t>(mem);
   d->bytes = bytes;
+  d->pool = &a;
+  d->fd = fd;
   bool ok = true;
   for (size_t off = 0; off < bytes && ok; off += CHUNK_SIZE)
     ok = set_region(d->base + off, d);
@@ -472,7 +475,7 @@ page* alloc_direct(gfp_t gfp, unsigned order) {
       set_region(d->base + off, nullptr);
   a.lock.unlock();
   if (!ok) {
-    munmap(mem, bytes);
+    unmap_direct_memory(mem, bytes, fd);
     delete d;
     return nullptr;
   }
@@ -483,7 +486,7 @@ page* alloc_direct(gfp_t gfp, unsigned order) {
 void free_direct(frame_meta* head) {
   auto* d = reinterpret_cast<direct_mapping*>(reinterpret_cast<unsigned char*>(head) -
                                               offsetof(direct_mapping, head));
-  allocator& a = the_allocator();
+  allocator& a = *d->pool;
   {
     std::lock_guard g(a.lock);
     for (size_t off = 0; off < d->bytes; off += CHUNK_SIZE)
@@ -491,22 +494,14 @@ void free_direct(frame_meta* head) {
     a.direct_bytes -= d->bytes;
     a.bytes_returned += d->bytes;
   }
-  munmap(reinterpret_cast<void*>(d->base), d->bytes);
+  unmap_direct_memory(reinterpret_cast<void*>(d->base), d->bytes, d->fd);
   delete d;
 }
 
 }  // namespace
 
-void* region_of(uintptr_t addr) noexcept {
-  size_t top = addr >> (SLOT_SHIFT + LEAF_BITS);
-  if (top >= TOP_ENTRIES)
-    return nullptr;
-  leaf* l = region_table[top].load(std::memory_order_acquire);
-  return l ? l->slots[(addr >> SLOT_SHIFT) & (LEAF_ENTRIES - 1)].load(std::memory_order_acquire) : nullptr;
-}
-
-void page_alloc_lock_for_test() noexcept { the_allocator().lock.lock(); }
-void page_alloc_unlock_for_test() noexcept { the_allocator().lock.unlock(); }
+void page_alloc_lock_for_test() noexcept { pool(DEFAULT_POOL).lock.lock(); }
+void page_alloc_unlock_for_test() noexcept { pool(DEFAULT_POOL).lock.unlock(); }
 
 void free_allocation(frame_meta* head) noexcept {
   unsigned order = head->order;
@@ -518,7 +513,7 @@ void free_allocation(frame_meta* head) noexcept {
     for (size_t i = 1; i < (size_t{1} << order); i++)
       head[i].flags.store(0, std::memory_order_relaxed);
   IOV_POISON(page_of(head), PAGE_SIZE << order);
-  allocator& a = the_allocator();
+  allocator& a = *chunk_of(head)->pool;
   unmap_list later;
   std::lock_guard g(a.lock);
   after_free(a, put_block(a, head, order, false), later);
@@ -534,7 +529,7 @@ page* alloc_pages(gfp_t gfp, unsigned order) noexcept {
     return alloc_order0(gfp);
   if (order > CHUNK_ORDER)
     return alloc_direct(gfp, order);
-  allocator& a = the_allocator();
+  allocator& a = pool_for(gfp);
   bool zeroed;
   frame_meta* m = take_block_mapping(a, gfp, order, &zeroed);
   if (!m)
@@ -543,32 +538,40 @@ page* alloc_pages(gfp_t gfp, unsigned order) noexcept {
   return hand_out(m, order, gfp, zeroed);
 }
 
+// The statistics and the releases cover both pools.
 page_alloc_stats page_alloc_read_stats() noexcept {
   using namespace internal;
-  allocator& a = the_allocator();
-  std::lock_guard g(a.lock);
-  size_t cached = 0;
-  for (thread_cache* tc = a.caches; tc; tc = tc->next)
-    cached += tc->published.load(std::memory_order_relaxed);
-  return {.frames_in_use = a.frames_out - cached + (a.direct_bytes >> PAGE_SHIFT),
-          .frames_cached = cached,
-          .frames_free = a.frames_free,
-          .chunks_held = a.chunks_held,
-          .direct_bytes = a.direct_bytes,
-          .bytes_returned = a.bytes_returned};
+  page_alloc_stats s{};
+  for (unsigned k = 0; k < NR_POOLS; k++) {
+    allocator& a = pool(k);
+    std::lock_guard g(a.lock);
+    size_t cached = 0;
+    for (thread_cache* tc = a.caches; tc; tc = tc->next)
+      cached += tc->published.load(std::memory_order_relaxed);
+    s.frames_in_use += a.frames_out - cached + (a.direct_bytes >> PAGE_SHIFT);
+    s.frames_cached += cached;
+    s.frames_free += a.frames_free;
+    s.chunks_held += a.chunks_held;
+    s.direct_bytes += a.direct_bytes;
+    s.bytes_returned += a.bytes_returned;
+  }
+  return s;
 }
 
 void page_alloc_drain_thread_cache() noexcept {
   using namespace internal;
-  allocator& a = the_allocator();
-  unmap_list later;
-  std::lock_guard g(a.lock);
-  drain_locked(a, this_thread_cache, 0, later);
+  for (unsigned k = 0; k < NR_POOLS; k++) {
+    allocator& a = pool(k);
+    unmap_list later;
+    std::lock_guard g(a.lock);
+    drain_locked(a, this_thread_caches[k], 0, later);
+  }
 }
 
-size_t page_alloc_release_free() noexcept {
-  using namespace internal;
-  allocator& a = the_allocator();
+namespace internal {
+namespace {
+
+size_t release_free(allocator& a) {
   std::vector<chunk*> unmap;
   size_t returned;
   {
@@ -591,6 +594,14 @@ size_t page_alloc_release_free() noexcept {
   for (chunk* c : unmap)
     delete_chunk(c);
   return returned;
+}
+
+}  // namespace
+}  // namespace internal
+
+size_t page_alloc_release_free() noexcept {
+  using namespace internal;
+  return release_free(pool(DEFAULT_POOL)) + release_free(pool(SHARED_POOL));
 }
 
 }  // namespace iov

@@ -1,6 +1,8 @@
 // page_alloc_internal.hpp: the allocator's frame metadata and the lookup from
-// a frame to it, shared by src/page_alloc.cc (the buddy allocator) and
-// src/page_ref.cc (reference counts, compound pages, deferred frees).
+// a frame to it, shared by src/page_alloc.cc (the buddy allocator),
+// src/page_region.cc (the address table, the mappings), src/page_alloc_shared.cc
+// (the memfd behind __GFP_VMAPPABLE frames), src/page_ref.cc (reference
+// counts, compound pages, deferred frees) and src/vmalloc.cc.
 //
 // A frame's metadata lives beside the frames, never in them: a chunk's
 // descriptor holds one frame_meta per frame, and a two-level table indexed by
@@ -52,10 +54,14 @@ static_assert(sizeof(frame_meta) == 32);
 
 enum class region_kind : uint8_t { chunk, direct };
 
+struct allocator;  // a pool (src/page_alloc.cc): the default one or the shared one
+
 // A 2 MiB chunk's descriptor.
 struct chunk {
   region_kind kind;  // region_kind::chunk; first, as in direct_mapping
   uintptr_t base;
+  allocator* pool;
+  int64_t file_offset;  // where its frames are in the shared pool's memfd; -1: anonymous
   frame_meta frames[CHUNK_FRAMES];
 };
 
@@ -65,12 +71,37 @@ struct direct_mapping {
   region_kind kind;  // region_kind::direct
   uintptr_t base;
   size_t bytes;
+  allocator* pool;
+  int fd;  // its own memfd in the shared pool; -1: anonymous
   frame_meta head;
 };
 
 // The descriptor that covers addr, or nullptr (memory not from the allocator).
 // Lock-free: the table's leaves are published once and never freed.
 void* region_of(uintptr_t addr) noexcept;
+// Points the 2 MiB slot of addr at r (nullptr: no longer the allocator's).
+// False when no leaf could be allocated.
+bool set_region(uintptr_t addr, void* r) noexcept;
+
+// bytes of fresh zeroed memory aligned to `align` (a power of two >= 2 MiB):
+// anonymous when fd < 0, else bytes of the file fd from file_offset, shared.
+void* map_aligned(size_t bytes, size_t align, int fd = -1, int64_t file_offset = 0) noexcept;
+
+// The shared pool's backing (src/page_alloc_shared.cc). A chunk is 2 MiB of
+// one memfd that grows as chunks are added; a range given back is punched
+// out of it and its offset reused.
+void* shared_chunk_map(int64_t* file_offset) noexcept;
+void shared_chunk_unmap(void* base, int64_t file_offset) noexcept;
+// Gives bytes at addr back to the system (they read as zeroes after): what
+// MADV_DONTNEED does for anonymous memory, which for a shared mapping only
+// drops the page tables and keeps the file's pages.
+bool shared_release(void* addr, size_t bytes) noexcept;
+void* shared_direct_map(size_t bytes, int* fd) noexcept;
+void shared_direct_unmap(void* base, size_t bytes, int fd) noexcept;
+
+// Where p's frame lives in a file, for a second mapping of it (vmap): false
+// for a frame that is not from the shared pool.
+bool frame_backing(const page* p, int* fd, int64_t* file_offset) noexcept;
 
 inline chunk* chunk_of(frame_meta* m) {
   return reinterpret_cast<chunk*>(reinterpret_cast<unsigned char*>(m - m->index) -

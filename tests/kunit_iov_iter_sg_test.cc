@@ -61,8 +61,10 @@ void iov_kunit_iter_to_sg_init(kunit* test, size_t bufsize, bool user,
     test->defer([uaddr, bufsize] { munmap(uaddr, bufsize); });
     data->ubuf = static_cast<u8*>(uaddr);
     for (size_t i = 0; i < bufsize; ++i) data->ubuf[i] = pattern(i);
-  } else if (how == frames::contiguous) {
-    data->buffer = static_cast<u8*>(iov_kunit_create_buffer(test, &data->pages, data->npages));
+  } else if (how != frames::scattered) {
+    void* buffer = how == frames::vmapped ? iov_kunit_create_vmap_buffer(test, &data->pages, data->npages)
+                                          : iov_kunit_create_buffer(test, &data->pages, data->npages);
+    data->buffer = static_cast<u8*>(buffer);
     for (size_t i = 0; i < bufsize; ++i) data->buffer[i] = pattern(i);
   } else {
     iov_kunit_create_scattered_buffer(test, &data->pages, data->npages);
@@ -115,14 +117,14 @@ void iov_kunit_iter_to_sg_check(kunit*, iov_iter* iter, size_t bufsize,
   EXPECT_EQ(i, bufsize);
 }
 
-TEST_F(IovKunitSg, iter_to_sg_kvec) {
+void iov_kunit_iter_to_sg_kvec(kunit* test, frames how) {
   iov_kunit_iter_to_sg_data data;
   iov_iter iter;
   kvec kv;
   size_t bufsize;
 
   bufsize = 0x200000;
-  ASSERT_NO_FATAL_FAILURE(iov_kunit_iter_to_sg_init(test, bufsize, false, &data));
+  ASSERT_NO_FATAL_FAILURE(iov_kunit_iter_to_sg_init(test, bufsize, false, &data, how));
 
   kv.iov_base = data.buffer;
   kv.iov_len = bufsize;
@@ -130,6 +132,10 @@ TEST_F(IovKunitSg, iter_to_sg_kvec) {
 
   iov_kunit_iter_to_sg_check(test, &iter, bufsize, &data);
 }
+
+TEST_F(IovKunitSg, iter_to_sg_kvec) { iov_kunit_iter_to_sg_kvec(test, frames::contiguous); }
+// The kernel's buffer: vmap() of swapped pages, whose entries must name them.
+TEST_F(IovKunitSg, iter_to_sg_kvec_vmapped) { iov_kunit_iter_to_sg_kvec(test, frames::vmapped); }
 
 void iov_kunit_iter_to_sg_bvec(kunit* test, frames how) {
   iov_kunit_iter_to_sg_data data;

@@ -43,14 +43,21 @@ void fill_zero(const iov_kunit_pages& buffer, size_t bufsize) {
   for (size_t i = 0; i < bufsize; i++) buffer[i] = 0;
 }
 
-u8* create_patterned_buffer(kunit* test, page*** ppages) {
-  auto* buffer = static_cast<u8*>(iov_kunit_create_buffer(test, ppages, kNPages));
+// A flat buffer: one allocation, or the kernel's vmap() of swapped pages.
+u8* create_buffer(kunit* test, page*** ppages, frames how) {
+  void* buffer = how == frames::vmapped ? iov_kunit_create_vmap_buffer(test, ppages, kNPages)
+                                        : iov_kunit_create_buffer(test, ppages, kNPages);
+  return static_cast<u8*>(buffer);
+}
+
+u8* create_patterned_buffer(kunit* test, page*** ppages, frames how = frames::contiguous) {
+  u8* buffer = create_buffer(test, ppages, how);
   for (size_t i = 0; i < kBufSize; i++) buffer[i] = pattern(i);
   return buffer;
 }
 
-u8* create_zeroed_buffer(kunit* test, page*** ppages) {
-  auto* buffer = static_cast<u8*>(iov_kunit_create_buffer(test, ppages, kNPages));
+u8* create_zeroed_buffer(kunit* test, page*** ppages, frames how = frames::contiguous) {
+  u8* buffer = create_buffer(test, ppages, how);
   std::memset(buffer, 0, kBufSize);
   return buffer;
 }
@@ -158,10 +165,10 @@ TEST_F(IovKunit, copy_from_iovec) {
 // ---- ITER_KVEC ----
 
 // Test copying to a ITER_KVEC-type iterator.
-TEST_F(IovKunit, copy_to_kvec) {
+void iov_kunit_copy_to_kvec(kunit* test, frames how) {
   page **spages, **bpages;
-  u8* scratch = create_patterned_buffer(test, &spages);
-  u8* buffer = create_zeroed_buffer(test, &bpages);
+  u8* scratch = create_patterned_buffer(test, &spages, how);
+  u8* buffer = create_zeroed_buffer(test, &bpages, how);
   iov::kvec kvec[8];
   iov_iter iter;
 
@@ -180,10 +187,10 @@ TEST_F(IovKunit, copy_to_kvec) {
 }
 
 // Test copying from a ITER_KVEC-type iterator.
-TEST_F(IovKunit, copy_from_kvec) {
+void iov_kunit_copy_from_kvec(kunit* test, frames how) {
   page **bpages, **spages;
-  u8* buffer = create_patterned_buffer(test, &bpages);
-  u8* scratch = create_zeroed_buffer(test, &spages);
+  u8* buffer = create_patterned_buffer(test, &bpages, how);
+  u8* scratch = create_zeroed_buffer(test, &spages, how);
   iov::kvec kvec[8];
   iov_iter iter;
 
@@ -200,6 +207,11 @@ TEST_F(IovKunit, copy_from_kvec) {
   iov_kunit_build_from_reference_pattern(test, buffer, kBufSize, kvec_test_ranges);
   iov_kunit_check_pattern(test, buffer, scratch, kBufSize);
 }
+
+TEST_F(IovKunit, copy_to_kvec) { iov_kunit_copy_to_kvec(test, frames::contiguous); }
+TEST_F(IovKunit, copy_from_kvec) { iov_kunit_copy_from_kvec(test, frames::contiguous); }
+TEST_F(IovKunit, copy_to_kvec_vmapped) { iov_kunit_copy_to_kvec(test, frames::vmapped); }
+TEST_F(IovKunit, copy_from_kvec_vmapped) { iov_kunit_copy_from_kvec(test, frames::vmapped); }
 
 // ---- ITER_BVEC ----
 
@@ -388,10 +400,11 @@ TEST_F(IovKunit, extract_pages_iovec) {
   EXPECT_EQ(iter.count, 0u);
 }
 
-// Test the extraction of ITER_KVEC-type iterators.
-TEST_F(IovKunit, extract_pages_kvec) {
+// Test the extraction of ITER_KVEC-type iterators. On the kernel's vmap()ped
+// buffer the pages are the swapped ones, found through vmalloc_to_page().
+void iov_kunit_extract_pages_kvec(kunit* test, frames how) {
   page** bpages;
-  void* buffer = iov_kunit_create_buffer(test, &bpages, kNPages);
+  u8* buffer = create_buffer(test, &bpages, how);
   iov::kvec kvec[8];
   iov_iter iter;
 
@@ -402,6 +415,9 @@ TEST_F(IovKunit, extract_pages_kvec) {
             0u);
   EXPECT_EQ(iter.count, 0u);
 }
+
+TEST_F(IovKunit, extract_pages_kvec) { iov_kunit_extract_pages_kvec(test, frames::contiguous); }
+TEST_F(IovKunit, extract_pages_kvec_vmapped) { iov_kunit_extract_pages_kvec(test, frames::vmapped); }
 
 // Test the extraction of ITER_BVEC-type iterators.
 void iov_kunit_extract_pages_bvec(kunit* test, frames how) {

@@ -26,6 +26,7 @@
 #include "iov/page.hpp"
 #include "iov/position.hpp"
 #include "iov/rcu.hpp"
+#include "iov/vmalloc.hpp"
 #include "iov/xarray.hpp"
 
 namespace iov {
@@ -57,9 +58,27 @@ inline unsigned want_pages_array(page*** res, size_t size, size_t start, unsigne
   return static_cast<unsigned>(count);
 }
 
+// The page of a kernel address, as the kernel's kvec extraction finds it:
+// through the vmalloc range's table for a vmap()/vmalloc() address, whose
+// pages are not its frames, else its own frame.
+inline page* kvec_addr_to_page(const void* kaddr) {
+  if (IOV_UNLIKELY(is_vmalloc_or_module_addr(kaddr)))
+    return vmalloc_to_page(kaddr);
+  return virt_to_page(kaddr);
+}
+
+// The pages under n pages of a vmalloc range from kaddr, page-aligned. Out
+// of line and cold, so that the common path stays as small as before.
+IOV_NOINLINE __attribute__((cold)) inline void vmalloc_pages_of(const char* kaddr, page** pages, unsigned n) {
+  for (unsigned k = 0; k < n; k++)
+    pages[k] = vmalloc_to_page(kaddr + k * PAGE_SIZE);
+}
+
 // The tail UBUF, IOVEC and KVEC share: the pages under the `size` bytes of
 // contiguous memory at addr (at most maxpages of them), and the advance past
-// the bytes those pages hold.
+// the bytes those pages hold. A vmalloc address (KVEC only) names its pages
+// one by one (VmallocAware: see extract_pages below).
+template <bool VmallocAware = true>
 inline ssize_t extract_contiguous_pages(iov_iter* i, const char* addr, size_t size, page*** pages, unsigned maxpages,
                                  size_t* offset0) {
   size_t offset = offset_in_page(addr);
@@ -67,15 +86,22 @@ inline ssize_t extract_contiguous_pages(iov_iter* i, const char* addr, size_t si
   maxpages = want_pages_array(pages, size, offset, maxpages);
   if (!maxpages)
     return -ENOMEM;
-  page* first = virt_to_page(addr);
-  for (unsigned k = 0; k < maxpages; k++)
-    (*pages)[k] = first + k;
+  if (VmallocAware && IOV_UNLIKELY(is_vmalloc_or_module_addr(addr))) {
+    vmalloc_pages_of(addr - offset, *pages, maxpages);
+  } else {
+    page* first = virt_to_page(addr);
+    for (unsigned k = 0; k < maxpages; k++)
+      (*pages)[k] = first + k;
+  }
   size = std::min(size, maxpages * PAGE_SIZE - offset);
   iov_iter_advance(i, size);
   return static_cast<ssize_t>(size);
 }
 
 // UBUF and IOVEC: the first non-empty segment, as pages of contiguous memory.
+// A vmap()ped buffer handed over as user memory gives its pages too, what
+// the kernel's page-table walk would find under a user mapping of them.
+template <bool VmallocAware = true>
 inline ssize_t extract_user_pages(iov_iter* i, page*** pages, size_t maxsize, unsigned maxpages, size_t* offset0) {
   const char* addr;
   if (iter_is_ubuf(i)) {
@@ -94,9 +120,10 @@ inline ssize_t extract_user_pages(iov_iter* i, page*** pages, size_t maxsize, un
     if (!addr)
       return 0;
   }
-  return extract_contiguous_pages(i, addr, maxsize, pages, maxpages, offset0);
+  return extract_contiguous_pages<VmallocAware>(i, addr, maxsize, pages, maxpages, offset0);
 }
 
+template <bool VmallocAware = true>
 inline ssize_t extract_kvec_pages(iov_iter* i, page*** pages, size_t maxsize, unsigned maxpages, size_t* offset0) {
   size_t skip = i->iov_offset, size;
   for (;;) {
@@ -111,7 +138,7 @@ inline ssize_t extract_kvec_pages(iov_iter* i, page*** pages, size_t maxsize, un
     skip = 0;
   }
   const char* kaddr = static_cast<const char*>(i->kvec->iov_base) + skip;
-  return extract_contiguous_pages(i, kaddr, size, pages, maxpages, offset0);
+  return extract_contiguous_pages<VmallocAware>(i, kaddr, size, pages, maxpages, offset0);
 }
 
 // BVEC: runs of whole pages across bvecs; stops where the next page would not
@@ -329,17 +356,20 @@ inline ssize_t extract_xarray_pages(iov_iter* i, page*** pages, size_t maxsize, 
 // (ITER_ALLOW_P2PDMA is the only one the kernel has).
 // Returns the bytes covered, *offset0 the offset into the first page, and
 // advances; -EFAULT for DISCARD, -ENOMEM if an array cannot be allocated.
-inline ssize_t iov_iter_extract_pages(iov_iter* i, page*** pages, size_t maxsize, unsigned maxpages,
-                               iov_iter_extraction_t /*extraction_flags*/, size_t* offset0) {
+namespace internal {
+// VmallocAware = false: the extraction without the vmalloc test, which only
+// bench/vmap_bench.cc calls, to measure what the test costs.
+template <bool VmallocAware = true>
+inline ssize_t extract_pages(iov_iter* i, page*** pages, size_t maxsize, unsigned maxpages, size_t* offset0) {
   maxsize = std::min({maxsize, i->count, MAX_RW_COUNT});
   if (!maxsize || !maxpages)
     return 0;
   switch (i->type) {
     case ITER_UBUF:
     case ITER_IOVEC:
-      return internal::extract_user_pages(i, pages, maxsize, maxpages, offset0);
+      return internal::extract_user_pages<VmallocAware>(i, pages, maxsize, maxpages, offset0);
     case ITER_KVEC:
-      return internal::extract_kvec_pages(i, pages, maxsize, maxpages, offset0);
+      return internal::extract_kvec_pages<VmallocAware>(i, pages, maxsize, maxpages, offset0);
     case ITER_BVEC:
       return internal::extract_bvec_pages(i, pages, maxsize, maxpages, offset0);
     case ITER_BVECQ:
@@ -351,6 +381,12 @@ inline ssize_t iov_iter_extract_pages(iov_iter* i, page*** pages, size_t maxsize
     default:
       return -EFAULT;
   }
+}
+}  // namespace internal
+
+inline ssize_t iov_iter_extract_pages(iov_iter* i, page*** pages, size_t maxsize, unsigned maxpages,
+                               iov_iter_extraction_t /*extraction_flags*/, size_t* offset0) {
+  return internal::extract_pages(i, pages, maxsize, maxpages, offset0);
 }
 
 // The next pieces of *i as iovecs, for sendmsg()/writev()/io_uring: fills at

@@ -51,6 +51,11 @@ inline constexpr gfp_t __GFP_DMA = 1u << 0, __GFP_HIGHMEM = 1u << 1, __GFP_DMA32
                        __GFP_NOFAIL = 1u << 15, __GFP_NORETRY = 1u << 16, __GFP_MEMALLOC = 1u << 17,
                        __GFP_COMP = 1u << 18, __GFP_NOMEMALLOC = 1u << 19, __GFP_HARDWALL = 1u << 20,
                        __GFP_THISNODE = 1u << 21, __GFP_ACCOUNT = 1u << 22;
+// iov's own flag, on a bit the kernel leaves unused: frames that vmap()
+// (vmalloc.hpp) can map a second time. They come from a pool of shared
+// memory (a memfd) beside the default one of private anonymous memory,
+// which vmap() cannot alias; docs/memory.md gives what each costs.
+inline constexpr gfp_t __GFP_VMAPPABLE = 1u << 30;
 inline constexpr gfp_t __GFP_RECLAIM = __GFP_DIRECT_RECLAIM | __GFP_KSWAPD_RECLAIM;
 inline constexpr gfp_t GFP_ATOMIC = __GFP_HIGH | __GFP_KSWAPD_RECLAIM,
                        GFP_KERNEL = __GFP_RECLAIM | __GFP_IO | __GFP_FS,

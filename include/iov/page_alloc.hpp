@@ -33,16 +33,17 @@ struct page_alloc_stats {
   size_t bytes_returned;  // bytes given back to the system so far (munmap, MADV_DONTNEED)
 };
 
-// A consistent snapshot (taken under the allocator's lock).
+// A snapshot of each pool taken under its lock, the default pool and the
+// shared one behind __GFP_VMAPPABLE added together.
 page_alloc_stats page_alloc_read_stats() noexcept;
 
 // Gives back to the system every chunk that is entirely free and the free
-// runs of the others (the allocator also does this on its own when free
+// runs of the others, in both pools (the allocator also does this on its own when free
 // memory accumulates). Returns the bytes given back.
 size_t page_alloc_release_free() noexcept;
 
-// Moves the calling thread's cached free frames back to the shared free
-// lists (a thread does this when it exits).
+// Moves the calling thread's cached free frames (of both pools) back to the
+// free lists (a thread does this when it exits).
 void page_alloc_drain_thread_cache() noexcept;
 
 namespace internal {

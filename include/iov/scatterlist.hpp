@@ -234,7 +234,8 @@ inline ssize_t extract_bvec_to_sg(iov_iter* iter, size_t maxsize, sg_table* sgta
   return static_cast<ssize_t>(ret);
 }
 
-// KVEC: one entry a page of each kvec piece, the page the address's frame.
+// KVEC: one entry a page of each kvec piece, the page the address's (its
+// frame, or for a vmalloc address the page mapped there).
 inline ssize_t extract_kvec_to_sg(iov_iter* iter, size_t maxsize, sg_table* sgtable, unsigned sg_max) {
   const kvec* kv = iter->kvec;
   scatterlist* sg = sgtable->sgl + sgtable->nents;
@@ -251,7 +252,7 @@ inline ssize_t extract_kvec_to_sg(iov_iter* iter, size_t maxsize, sg_table* sgta
     kaddr &= PAGE_MASK;
     do {
       size_t seg = std::min(len, PAGE_SIZE - off);
-      sg_set_page(sg, virt_to_page(reinterpret_cast<const void*>(kaddr)), static_cast<unsigned>(seg),
+      sg_set_page(sg, kvec_addr_to_page(reinterpret_cast<const void*>(kaddr)), static_cast<unsigned>(seg),
                   static_cast<unsigned>(off));
       sgtable->nents++;
       sg++;

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include <iov/iov.hpp>
+#include <iov/vmalloc.hpp>
 
 #include "kit/iter_builder.hpp"
 
@@ -165,13 +166,53 @@ inline void iov_kunit_create_scattered_buffer(kunit* test, page*** ppages, size_
   for (size_t i = 0; i < npages / 4; i++) std::swap(pages[i], pages[i + npages / 2]);
 }
 
-// Where the frames of a bvec, queue or xarray case come from.
-enum class frames { contiguous, scattered };
+static inline void iov_kunit_unmap(void* data) { iov::vfree(data); }
+
+// The kernel's iov_kunit_create_buffer() as mainline writes it now: the pages
+// from alloc_pages_bulk(), the first quarter swapped with the third, and a
+// vmap() with VM_MAP_PUT_PAGES, so that vfree() puts the pages and frees the
+// array. One change: the pages ask for __GFP_VMAPPABLE, as only those can be
+// mapped a second time here (vmalloc.hpp).
+inline void* iov_kunit_create_vmap_buffer(kunit* test, page*** ppages, size_t npages) {
+  page** pages;
+  unsigned long got;
+  void* buffer;
+
+  pages = static_cast<page**>(std::calloc(npages, sizeof(page*)));
+  if (pages == nullptr) iov_kunit_oom("iov_kunit_create_vmap_buffer");
+  *ppages = pages;
+
+  got = iov::alloc_pages_bulk(iov::GFP_KERNEL | iov::__GFP_VMAPPABLE, npages, pages);
+  if (got != npages) {
+    iov::release_pages(pages, static_cast<int>(got));
+    std::free(pages);
+    iov_kunit_oom("iov_kunit_create_vmap_buffer");
+  }
+
+  // Make sure that we don't get a physically contiguous buffer.
+  for (size_t i = 0; i < npages / 4; ++i) std::swap(pages[i], pages[i + npages / 2]);
+
+  buffer = iov::vmap(pages, static_cast<unsigned>(npages), iov::VM_MAP | iov::VM_MAP_PUT_PAGES, iov::PAGE_KERNEL);
+  if (buffer == nullptr) {
+    iov::release_pages(pages, static_cast<int>(got));
+    std::free(pages);
+  }
+  EXPECT_NE(buffer, nullptr);
+
+  if (buffer != nullptr) kunit_add_action_or_reset(test, iov_kunit_unmap, buffer);
+  return buffer;
+}
+
+// Where the frames of a case come from: one allocation, pages allocated one
+// by one (no flat address), or the kernel's vmap() of swapped pages.
+enum class frames { contiguous, scattered, vmapped };
 
 inline page** iov_kunit_create_pages(kunit* test, size_t npages, frames how) {
   page** pages;
   if (how == frames::contiguous)
     iov_kunit_create_buffer(test, &pages, npages);
+  else if (how == frames::vmapped)
+    iov_kunit_create_vmap_buffer(test, &pages, npages);
   else
     iov_kunit_create_scattered_buffer(test, &pages, npages);
   return pages;
