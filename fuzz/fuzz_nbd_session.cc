@@ -12,7 +12,9 @@
 //   - the server's per-call limit (server_limits::io_per_call), 1 byte to
 //     16 KiB: each recv, sendmsg and TLS record moves at most that much, so
 //     that a record or a short transfer ends on any byte of a message;
-//   - up to 8 WRITE, READ, TRIM and WRITE_ZEROES requests.
+//   - up to 8 WRITE, READ, TRIM and WRITE_ZEROES requests, each anywhere,
+//     or at, just past or near the last one's offset (so that they overlap);
+//     a WRITE may be read back at once.
 // A request's length is bounded by 128 times the per-call limit (at least a
 // block), and the requests' lengths together by 1024 times it (at least
 // 2 KiB), so that no input makes millions of calls (a TLS record of one
@@ -123,7 +125,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const device_choice& d = kDevices[in.u8() % std::size(kDevices)];
   const uint8_t how = in.u8();
   const bool tls = how & 1, negotiate_blocks = how & 8;
-  const unsigned replies = (how >> 1) % 3;
+  const unsigned replies = (how >> 1 & 3) % 3;
   const size_t per_call = 1 + in.u16() % 16384;
 
   iov::blkdev_settings settings = d.settings;
@@ -162,17 +164,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   flat_disk model;
   const uint64_t most = std::max<uint64_t>(std::min<uint64_t>(kMaxLength, per_call * 128), lbs);
-  uint64_t budget = std::max<uint64_t>(per_call * 1024, 2048);
+  uint64_t budget = std::max<uint64_t>(per_call * 1024, 2048), last = 0;
   for (int n = 0; n < kOps && !in.empty() && budget; n++) {
     const unsigned type = in.u8() % 4;
     const uint16_t flags = in.u8();
-    uint64_t off = in.below(kDeviceSize), len = std::min(1 + in.below(most), budget);
+    // Where: anywhere, where the last request was, a little past it, or in
+    // the first 64 KiB; so that requests overlap often (a READ's data kept
+    // past a WRITE shows only then).
+    const unsigned where = in.u8() % 4;
+    uint64_t off = where == 0   ? in.below(kDeviceSize)
+                   : where == 1 ? last
+                   : where == 2 ? std::min(last + in.below(16384), kDeviceSize - 1)
+                                : in.below(65536);
+    uint64_t len = std::min(1 + in.below(most), budget);
     budget -= len;
     if (negotiate_blocks) {
       off = off / lbs * lbs;
       len = std::max(len / lbs, uint64_t{1}) * lbs;
     }
     len = std::min(len, kDeviceSize - off);
+    last = off;
     client::reply r;
     switch (type) {
       case 0: {
@@ -184,6 +195,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         r = c.write(off, w, flags & 1 ? client::CMD_FLAG_FUA : 0);
         FUZZ_CHECK(r.ok && r.error == 0);
         model.write(off, w);
+        if (flags & 8) {  // read back at once: two of these over one range catch a READ's data kept too long
+          fuzz::trace("READ [%llu, +%llu) back", static_cast<unsigned long long>(off),
+                      static_cast<unsigned long long>(len));
+          r = c.read(off, len);
+          FUZZ_CHECK(r.ok && r.error == 0);
+          check_read(model, off, r.data, len);
+        }
         break;
       }
       case 1: {

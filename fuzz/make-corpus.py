@@ -256,10 +256,10 @@ def drivers_seeds():
 
 
 # fuzz_nbd_session: device (0 brd, 1 null_blk, 2 null_blk 4k, 3 and 4 with
-# the cache), how (bit 0 TLS, (how >> 1) % 3 the replies, bit 3 block sizes
+# the cache), how (bit 0 TLS, (how >> 1 & 3) % 3 the replies, bit 3 block sizes
 # negotiated), io_per_call - 1, then requests: type (0 WRITE, 1 READ, 2 TRIM,
-# 3 WRITE_ZEROES), flags, offset below 256 KiB, length - 1 below min(96 KiB,
-# 128 * io_per_call), a WRITE's bytes.
+# 3 WRITE_ZEROES), flags, where (0: the offset below 256 KiB follows), length
+# - 1 below min(96 KiB, 128 * io_per_call), a WRITE's bytes (or `data`).
 SESSION_SIZE = 256 * 1024
 
 
@@ -268,10 +268,11 @@ def session(device, tls, replies, blocks, per_call, *requests):
     return u8(device) + u8(how) + u16(per_call - 1) + b"".join(requests)
 
 
-def nbd_rq(kind, off, n, per_call, flags=0):
-    most = max(min(96 * 1024, per_call * 128), 1)
-    data = bytes((k * 7 + 1) & 0xff for k in range(n)) if kind == 0 else b""
-    return u8(kind) + u8(flags) + below(SESSION_SIZE, off) + below(most, n - 1) + data
+def nbd_rq(kind, off, n, per_call, flags=0, data=None, lbs=512):
+    most = max(min(96 * 1024, per_call * 128), lbs)
+    if kind == 0 and data is None:
+        data = bytes((k * 7 + 1) & 0xff for k in range(n))
+    return u8(kind) + u8(flags) + u8(0) + below(SESSION_SIZE, off) + below(most, n - 1) + (data or b"")
 
 
 def nbd_session_seeds():
