@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "fuzz_model.hpp"
+#include "fuzz_nbd_psk.hpp"
 #include "iov_drivers/blkdev.hpp"
 #include "nbd/server.hpp"
 
@@ -162,23 +163,6 @@ bytes build_stream(fuzz::input& in, unsigned mode, bool extended, size_t* hold) 
   return s;
 }
 
-// One PSK for every input, in a file made once.
-std::shared_ptr<const iov::nbd::tls_credentials> psk_credentials() {
-  static char path[] = "/tmp/fuzz_nbd_request-XXXXXX";
-  static std::shared_ptr<const iov::nbd::tls_credentials> creds = [] {
-    const int fd = mkstemp(path);
-    FUZZ_CHECK(fd >= 0);
-    static const char kKey[] = "fuzz:00112233445566778899aabbccddeeff\n";
-    FUZZ_CHECK(write(fd, kKey, sizeof kKey - 1) == static_cast<ssize_t>(sizeof kKey - 1));
-    close(fd);
-    auto c = iov::nbd::tls_credentials::load_psk(path);
-    std::atexit([] { unlink(path); });  // GnuTLS reads the file at each handshake: it stays until then
-    FUZZ_CHECK(c.ok());
-    return std::shared_ptr<const iov::nbd::tls_credentials>(std::move(*c));
-  }();
-  return creds;
-}
-
 // Writes the stream, drains replies, half-closes, and drains to EOF; bounded
 // by a wait that only a hung server would exhaust.
 // Bytes past `hold` wait until `wait_for` bytes have come back (STARTTLS's
@@ -253,7 +237,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   opts.limits.payload_memory = setup & 64 ? 128 * 1024 : 1 << 20;
   if (more & 6) {
     opts.tls = (more & 6) == 2 ? iov::nbd::tls_mode::on : iov::nbd::tls_mode::require;
-    opts.credentials = psk_credentials();
+    opts.credentials = fuzz::nbd_psk_credentials();
   }
   iov::nbd::server server(**dev, opts);
   FUZZ_CHECK(server.start().ok());

@@ -255,8 +255,41 @@ def drivers_seeds():
     }
 
 
+# fuzz_nbd_session: device (0 brd, 1 null_blk, 2 null_blk 4k, 3 and 4 with
+# the cache), how (bit 0 TLS, (how >> 1 & 3) % 3 the replies, bit 3 block sizes
+# negotiated), io_per_call - 1, then requests: type (0 WRITE, 1 READ, 2 TRIM,
+# 3 WRITE_ZEROES), flags, where (0: the offset below 256 KiB follows), length
+# - 1 below min(96 KiB, 128 * io_per_call), a WRITE's bytes (or `data`).
+SESSION_SIZE = 256 * 1024
+
+
+def session(device, tls, replies, blocks, per_call, *requests):
+    how = (1 if tls else 0) | replies << 1 | (8 if blocks else 0)
+    return u8(device) + u8(how) + u16(per_call - 1) + b"".join(requests)
+
+
+def nbd_rq(kind, off, n, per_call, flags=0, data=None, lbs=512):
+    most = max(min(96 * 1024, per_call * 128), lbs)
+    if kind == 0 and data is None:
+        data = bytes((k * 7 + 1) & 0xff for k in range(n))
+    return u8(kind) + u8(flags) + u8(0) + below(SESSION_SIZE, off) + below(most, n - 1) + (data or b"")
+
+
+def nbd_session_seeds():
+    seeds = {}
+    for device, name in ((0, "brd"), (2, "null-4k")):
+        for tls in (False, True):
+            for replies in (0, 1, 2):
+                pc = 4097 if tls else 1000
+                seeds[f"{name}-{'tls' if tls else 'plain'}-{replies}"] = session(
+                    device, tls, replies, False, pc, nbd_rq(0, 0, 12288, pc), nbd_rq(1, 0, 4096, pc),
+                    nbd_rq(3, 5000, 3000, pc, flags=2), nbd_rq(2, 4096, 8192, pc), nbd_rq(1, 100, 16000, pc))
+    seeds["null-blocks-1byte"] = session(1, False, 1, True, 1, nbd_rq(0, 512, 512, 1), nbd_rq(1, 0, 1024, 1))
+    return seeds
+
+
 TARGETS = {"fuzz_iov_iter": iov_iter_seeds, "fuzz_xarray": xarray_seeds, "fuzz_imports": imports_seeds,
-           "fuzz_drivers": drivers_seeds}
+           "fuzz_drivers": drivers_seeds, "fuzz_nbd_session": nbd_session_seeds}
 
 
 def main():

@@ -1,25 +1,36 @@
-// iov-nbd across drivers, transports and reply kinds: brd and memory-backed
-// null_blk (plain, --cache_size, --blocksize=4096), over a Unix socket and
-// TCP in plain text and a Unix socket with TLS (PSK and X.509), with simple, structured and extended
-// replies, READs and WRITEs of lengths on and around the TLS record (16 KiB) and the device's block, each
-// checked byte for byte against what was written. One server per driver
-// configuration and transport, shared by its cases. And the qemu-io
+// iov-nbd on every path: every driver configuration the CLI offers (brd;
+// null_blk memory-backed, with --cache_size, with --blocksize=4096,
+// --memory_backed=0, zoned), over a Unix socket, TCP, and TLS with a PSK and
+// with X.509, with simple, structured and extended replies; READs and WRITEs
+// of each length in kAnchors, one logical block below it and one above (a
+// null_blk export over TLS once refused every READ from 16 KiB up, asking
+// its device for part of a block), each checked byte for byte against what
+// was written (zeros from a null_blk that stores nothing). One server per
+// driver configuration and transport, shared by its reply kinds, each with
+// its own region of the disk; a zoned disk is written sequentially from
+// each region's first zone, a length that does not fit the rest of a zone
+// starting the next, and takes no length above a zone. And the qemu-io
 // reproduction of issue 27 against the program, where qemu-io is installed.
 //
-// The lengths: 512 and 4 KiB (a sector, a page), 16 KiB - 512, 16 KiB and
-// 16 KiB + 4 KiB (one TLS record's plaintext and a block either side of it:
-// a null_blk export over TLS once refused every READ from 16 KiB up, asking
-// its device for a part of a block), 64 KiB and 1 MiB.
+// The largest lengths (64 MiB, and a block less) move 256 MiB a case: in
+// release one transport and reply kind a driver configuration runs them (a
+// rotation that covers each transport and kind), under a sanitizer one case
+// does; IOV_TEST_EXHAUSTIVE=1 runs them in every case.
 //
 //   build/release/tests/nbd_matrix_test --gtest_filter='*null_blk_4k*'
+//   IOV_TEST_EXHAUSTIVE=1 build/release/tests/nbd_matrix_test
 #include <signal.h>
 
+#include <algorithm>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "support/child_process.hpp"
+#include "support/exhaustive.hpp"
 #include "support/nbd_client.hpp"
 #include "support/nbd_process.hpp"
 #include "support/nbd_server_fixture.hpp"
@@ -27,17 +38,30 @@
 namespace iov_test::nbd {
 namespace {
 
-constexpr uint64_t kDiskSize = 8 * MiB;
-const std::vector<uint64_t> kLengths = {512, 4 * KiB, 16 * KiB - 512, 16 * KiB, 20 * KiB, 64 * KiB, 1 * MiB};
+// Each reply kind's region (two zones of a zoned disk), then the largest
+// lengths' (unzoned disks only).
+constexpr uint64_t kRegion = 8 * MiB, kLargeAt = 3 * kRegion, kMaxLength = 64 * MiB;
+constexpr uint64_t kDiskSize = kLargeAt + kMaxLength + 8 * MiB;
+constexpr uint64_t kZone = 4 * MiB;
+// A sector, a page, a TLS record's plaintext, the inline payload limit, a
+// payload the payload memory takes in one piece, the largest request.
+const uint64_t kAnchors[] = {512, 4 * KiB, 16 * KiB, 64 * KiB, 1 * MiB, kMaxLength};
 
 const driver_config kDrivers[] = {
     {"brd", "brd", {}},
     {"null_blk", "null_blk", {}},
     {"null_blk_cache", "null_blk", {{"cache_size", "1"}}},
     {"null_blk_4k", "null_blk", {{"blocksize", "4096"}}},
+    {"null_blk_no_memory", "null_blk", {{"memory_backed", "0"}}},
+    {"null_blk_zoned", "null_blk", {{"zoned", "1"}, {"zone_size", "4"}}},
 };
 
+bool is_zoned(const driver_config& d) { return std::string(d.name) == "null_blk_zoned"; }
+bool stores(const driver_config& d) { return std::string(d.name) != "null_blk_no_memory"; }
+
 enum class transport { unix_socket, tcp, tls_psk, tls_x509 };
+using headers = local_server::headers;
+using matrix_case = std::tuple<driver_config, transport, headers>;
 
 void spit(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
@@ -116,9 +140,6 @@ tls_servers& servers() {
   return *s;
 }
 
-using headers = local_server::headers;
-using matrix_case = std::tuple<driver_config, transport, headers>;
-
 std::string case_name(const testing::TestParamInfo<matrix_case>& i) {
   const headers h = std::get<2>(i.param);
   const transport t = std::get<1>(i.param);
@@ -127,10 +148,46 @@ std::string case_name(const testing::TestParamInfo<matrix_case>& i) {
          (h == headers::simple ? "simple" : h == headers::structured ? "structured" : "extended");
 }
 
+// The lengths of one case: each anchor and a logical block either side,
+// those the device takes (whole blocks, no more than the largest request);
+// the largest ones last, only when `largest`.
+std::vector<uint64_t> lengths(uint64_t lbs, bool largest) {
+  std::vector<uint64_t> out;
+  for (uint64_t a : kAnchors) {
+    if (a == kMaxLength && !largest)
+      continue;
+    for (uint64_t len : {a - lbs, a, a + lbs})
+      if (len && len % lbs == 0 && len <= kMaxLength && (out.empty() || len > out.back()))
+        out.push_back(len);
+  }
+  return out;
+}
+
+// Whether this case moves the largest lengths: in release one case a driver
+// configuration, its transport and reply kind rotating with the
+// configuration; under a sanitizer the first case only; all of them when
+// exhaustive. Never on a zoned disk (a request does not cross a zone).
+bool runs_largest(const driver_config& d, transport t, headers h) {
+  if (is_zoned(d))
+    return false;
+  if (exhaustive())
+    return true;
+  const size_t i = static_cast<size_t>(std::find_if(std::begin(kDrivers), std::end(kDrivers),
+                                                     [&](const driver_config& k) {
+                                                       return std::string(k.name) == d.name;
+                                                     }) -
+                                        std::begin(kDrivers));
+  if (kSanitized)
+    return i == 0 && t == transport::unix_socket && h == headers::simple;
+  return static_cast<size_t>(t) == i % 4 && static_cast<size_t>(h) == i % 3;
+}
+
 class NbdMatrix : public testing::TestWithParam<matrix_case> {};
 
-// Each length WRITTEN at a block-aligned offset unique to it, then READ
-// back whole, and each READ's bytes compared with the WRITE's.
+// Each length WRITTEN at an offset of its own, then READ back whole, and
+// each READ's bytes compared with the WRITE's (zeros where nothing is
+// stored). The areas written are trimmed after, so that the shared
+// servers' disks give their memory back.
 TEST_P(NbdMatrix, ReadsBackWhatWasWritten) {
   const auto& [drv, t, h] = GetParam();
   if (t == transport::tls_psk && which("psktool").empty())
@@ -143,19 +200,30 @@ TEST_P(NbdMatrix, ReadsBackWhatWasWritten) {
   ASSERT_TRUE(c);
   ASSERT_EQ(c->tls(), t == transport::tls_psk || t == transport::tls_x509);
   std::mt19937_64 rng(static_cast<uint64_t>(h) * 131 + std::hash<std::string>{}(drv.name));
-  uint64_t offset = static_cast<uint64_t>(h) * 2 * MiB;  // each reply kind its own region of the disk
-  for (uint64_t len : kLengths) {
-    const uint64_t lbs = s->device().limits().logical_block_size;
-    if (len % lbs)
-      continue;  // a length the device cannot take; the negotiated minimum says so
+  const uint64_t lbs = s->device().limits().logical_block_size;
+  uint64_t offset = static_cast<uint64_t>(h) * kRegion;  // each reply kind its own region of the disk
+  for (uint64_t len : lengths(lbs, runs_largest(drv, t, h))) {
+    if (is_zoned(drv) && len > kZone)
+      continue;
+    if (len >= kMaxLength - lbs)
+      offset = kLargeAt;  // the largest two, one after the other, over the same area
+    else if (is_zoned(drv) && offset / kZone != (offset + len - 1) / kZone)
+      offset = (offset / kZone + 1) * kZone;  // from the next zone's write pointer
+    SCOPED_TRACE(testing::Message() << len << " bytes at " << offset);
     bytes d = random_data(len, rng);
     auto w = c->write(offset, d);
-    ASSERT_TRUE(w.ok && w.error == 0) << "WRITE of " << len << ": " << w.problem << " " << c->last_error();
+    ASSERT_TRUE(w.ok && w.error == 0) << "WRITE: " << w.problem << " " << w.message << " " << c->last_error();
     auto r = c->read(offset, len);
-    ASSERT_TRUE(r.ok) << "READ of " << len << ": " << r.problem << " " << c->last_error();
-    ASSERT_EQ(r.error, 0u) << "READ of " << len;
-    ASSERT_TRUE(r.data == d) << "READ of " << len << " returned other bytes";
-    offset += (len + 4 * KiB - 1) / (4 * KiB) * (4 * KiB);
+    ASSERT_TRUE(r.ok) << "READ: " << r.problem << " " << c->last_error();
+    ASSERT_EQ(r.error, 0u) << "READ: " << r.message;
+    ASSERT_TRUE(r.data == (stores(drv) ? d : bytes(len, 0))) << "READ returned other bytes";
+    // Zoned: the next write at this one's end, the zone's write pointer.
+    offset += is_zoned(drv) ? len : (len + 4 * KiB - 1) / (4 * KiB) * (4 * KiB);
+  }
+  // Advisory, and a no-op on a zoned disk or one that stores nothing.
+  EXPECT_EQ(c->trim(static_cast<uint64_t>(h) * kRegion, kRegion).error, 0u);
+  if (offset > kLargeAt) {
+    EXPECT_EQ(c->trim(kLargeAt, kDiskSize - kLargeAt).error, 0u);
   }
   EXPECT_TRUE(c->disc());
 }

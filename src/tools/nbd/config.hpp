@@ -9,6 +9,7 @@
 //   uint32_t largest = iov::nbd::max_payload(lim);   // what NBD_INFO_BLOCK_SIZE advertises
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -50,6 +51,11 @@ struct server_limits {
   uint32_t max_payload = 64u << 20;
   // Event-loop threads; 0: one per CPU, at most 8.
   unsigned threads = 0;
+  // A test knob, not a tuning one: the most bytes one recv(), one sendmsg()
+  // and one TLS record (each way, and each of GnuTLS's own socket calls)
+  // moves, so that a short transfer or a record boundary can fall on any
+  // byte of a message (fuzz/fuzz_nbd_session.cc); 0: no limit.
+  size_t io_per_call = 0;
 };
 
 // The largest request served: max_payload, at least kInlinePayload, in

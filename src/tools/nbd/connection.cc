@@ -164,7 +164,7 @@ connection::next connection::drive_tls_handshake() {
     io r = flush();
     if (r != io::done)
       return r == io::again ? next::wait : next::close;
-    tls_ = ctx_.credentials->start(fd_);
+    tls_ = ctx_.credentials->start(fd_, ctx_.limits.io_per_call);
     if (!tls_) {
       log_event(event::no_memory, "out of memory for a TLS session: connection closed");
       return next::close;
@@ -235,7 +235,8 @@ connection::io connection::fill() {
   const bool direct = phase_ == phase::payload && payload_ && empty;
   void* dst = direct ? static_cast<void*>(static_cast<char*>(payload_) + (payload_received_ - piece_start_))
                      : in_.get() + in_tail_;
-  const size_t room = direct ? piece_start_ + piece_length_ - payload_received_ : kInputBuffer - in_tail_;
+  const size_t room =
+      per_call(direct ? piece_start_ + piece_length_ - payload_received_ : kInputBuffer - in_tail_);
   iov_iter it;
   iov_iter_ubuf(&it, ITER_DEST, dst, room);
   ssize_t n;
@@ -270,13 +271,13 @@ connection::io connection::fill_pages() {
   size_t n = 0;
   if (tls_) {
     ::iovec first;
-    if (!iov_iter_to_iovecs(rest, &first, 1, iov_iter_count(rest)))
+    if (!iov_iter_to_iovecs(rest, &first, 1, per_call(iov_iter_count(rest))))
       return io::error;
     if (io r = tls_fill(first.iov_base, first.iov_len, &n); r != io::done)
       return r;
     iov_iter_advance(rest, n);
   } else {
-    const ssize_t got = recv_iter(fd_, rest);  // advances rest
+    const ssize_t got = recv_iter(fd_, rest, per_call(SIZE_MAX));  // advances rest
     if (got == -EAGAIN)
       return io::again;
     if (got <= 0)
@@ -447,7 +448,7 @@ connection::io connection::flush() {
     prefetch_lines(vec, n, bytes);
     iov_iter it;
     iov_iter_init(&it, ITER_SOURCE, vec, n, bytes);
-    const ssize_t sent = send_iter(fd_, &it);
+    const ssize_t sent = send_iter(fd_, &it, per_call(SIZE_MAX));
     lease_.release();  // never held while the client makes us wait
     if (sent == -EAGAIN)
       return io::again;
@@ -477,12 +478,13 @@ connection::io connection::tls_flush() {
       ::iovec vec[kMaxIovecs];
       unsigned n;
       size_t bytes;
-      if (!gather_output(vec, &n, &bytes, tls_session::kMaxRecord))
+      const size_t record = per_call(tls_session::kMaxRecord);
+      if (!gather_output(vec, &n, &bytes, record))
         return io::error;
-      // The record takes the first kMaxRecord bytes; the rest is gathered again.
+      // The record takes the first `record` bytes; the rest is gathered again.
       size_t at = 0;
-      for (unsigned k = 0; k < n && at < tls_session::kMaxRecord; k++) {
-        const size_t take = std::min(vec[k].iov_len, tls_session::kMaxRecord - at);
+      for (unsigned k = 0; k < n && at < record; k++) {
+        const size_t take = std::min(vec[k].iov_len, record - at);
         std::memcpy(tls_out_.get() + at, vec[k].iov_base, take);
         at += take;
       }

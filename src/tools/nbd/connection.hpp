@@ -118,6 +118,10 @@ class connection {
   void consume(size_t n) { in_head_ += n; }
   step need(size_t n);
   void progress() { progress_ = now_; }
+  // n, or less under the test knob server_limits::io_per_call.
+  size_t per_call(size_t n) const {
+    return ctx_.limits.io_per_call && ctx_.limits.io_per_call < n ? ctx_.limits.io_per_call : n;
+  }
   void moved(size_t n);
 
   // Output: a queue of segments, each either bytes of out_ (in order) or a

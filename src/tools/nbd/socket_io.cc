@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "iov/extract.hpp"
@@ -16,11 +17,11 @@ namespace {
 constexpr unsigned kMaxVecs = 128;
 
 template <class Call>
-ssize_t transfer(iov_iter* it, Call call) {
+ssize_t transfer(iov_iter* it, size_t max, Call call) {
   ::iovec vecs[kMaxVecs];
   msghdr msg{};
   msg.msg_iov = vecs;
-  msg.msg_iovlen = iov_iter_to_iovecs(it, vecs, kMaxVecs, iov_iter_count(it));
+  msg.msg_iovlen = iov_iter_to_iovecs(it, vecs, kMaxVecs, std::min(max, iov_iter_count(it)));
   if (msg.msg_iovlen == 0)
     return -EINVAL;  // nothing to move: a caller's mistake, never a wait
   for (;;) {
@@ -36,12 +37,12 @@ ssize_t transfer(iov_iter* it, Call call) {
 
 }  // namespace
 
-ssize_t send_iter(int fd, iov_iter* it) {
-  return transfer(it, [fd](msghdr* msg) { return ::sendmsg(fd, msg, MSG_NOSIGNAL | MSG_DONTWAIT); });
+ssize_t send_iter(int fd, iov_iter* it, size_t max) {
+  return transfer(it, max, [fd](msghdr* msg) { return ::sendmsg(fd, msg, MSG_NOSIGNAL | MSG_DONTWAIT); });
 }
 
-ssize_t recv_iter(int fd, iov_iter* it) {
-  return transfer(it, [fd](msghdr* msg) { return ::recvmsg(fd, msg, MSG_DONTWAIT); });
+ssize_t recv_iter(int fd, iov_iter* it, size_t max) {
+  return transfer(it, max, [fd](msghdr* msg) { return ::recvmsg(fd, msg, MSG_DONTWAIT); });
 }
 
 }  // namespace iov::nbd

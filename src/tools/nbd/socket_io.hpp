@@ -9,15 +9,19 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
+
 #include "iov/iov_iter.hpp"
 
 namespace iov::nbd {
 
-// Sends from an ITER_SOURCE iterator: the bytes sent (> 0), -EAGAIN when the
-// socket is full, or another -errno (-EPIPE, -ECONNRESET: the peer left).
-ssize_t send_iter(int fd, iov_iter* it);
-// Receives into an ITER_DEST iterator: the bytes received (> 0), 0 at the
-// end of the stream, -EAGAIN when there is nothing yet, or another -errno.
-ssize_t recv_iter(int fd, iov_iter* it);
+// Sends from an ITER_SOURCE iterator, at most `max` bytes: the bytes sent
+// (> 0), -EAGAIN when the socket is full, or another -errno (-EPIPE,
+// -ECONNRESET: the peer left).
+ssize_t send_iter(int fd, iov_iter* it, size_t max = SIZE_MAX);
+// Receives into an ITER_DEST iterator, at most `max` bytes: the bytes
+// received (> 0), 0 at the end of the stream, -EAGAIN when there is nothing
+// yet, or another -errno.
+ssize_t recv_iter(int fd, iov_iter* it, size_t max = SIZE_MAX);
 
 }  // namespace iov::nbd

@@ -7,7 +7,9 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <iterator>
 #include <cstdint>
 #include <fstream>
 #include <mutex>
@@ -23,16 +25,36 @@ void global_init() {
   std::call_once(once, [] { gnutls_global_init(); });
 }
 
+// What GnuTLS's socket calls go through: the descriptor, and the most one
+// call moves (server_limits::io_per_call; 0: no limit).
+struct transport {
+  int fd;
+  size_t per_call;
+};
+
 // The socket I/O GnuTLS does, never raising SIGPIPE (the server in a test
 // program does not ignore it) and never blocking.
-ssize_t push(gnutls_transport_ptr_t fd, const giovec_t* iov, int n) {
+ssize_t push(gnutls_transport_ptr_t ptr, const giovec_t* iov, int n) {
+  const auto* t = static_cast<const transport*>(ptr);
   msghdr msg{};
   msg.msg_iov = const_cast<iovec*>(reinterpret_cast<const iovec*>(iov));
   msg.msg_iovlen = static_cast<size_t>(n);
-  return sendmsg(static_cast<int>(reinterpret_cast<intptr_t>(fd)), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+  iovec cut[16];
+  if (t->per_call) {  // the first per_call bytes, over the vectors they span
+    size_t left = t->per_call, k = 0;
+    for (; k < msg.msg_iovlen && k < std::size(cut) && left; k++) {
+      cut[k] = msg.msg_iov[k];
+      cut[k].iov_len = std::min(cut[k].iov_len, left);
+      left -= cut[k].iov_len;
+    }
+    msg.msg_iov = cut;
+    msg.msg_iovlen = k;
+  }
+  return sendmsg(t->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
-ssize_t pull(gnutls_transport_ptr_t fd, void* p, size_t n) {
-  return recv(static_cast<int>(reinterpret_cast<intptr_t>(fd)), p, n, MSG_DONTWAIT);
+ssize_t pull(gnutls_transport_ptr_t ptr, void* p, size_t n) {
+  const auto* t = static_cast<const transport*>(ptr);
+  return recv(t->fd, p, t->per_call ? std::min(n, t->per_call) : n, MSG_DONTWAIT);
 }
 
 bool readable(const std::string& path) { return access(path.c_str(), R_OK) == 0; }
@@ -47,6 +69,7 @@ struct tls_credentials::impl {
 
 struct tls_session::impl {
   gnutls_session_t s = nullptr;
+  transport io{};
   ~impl() {
     if (s)
       gnutls_deinit(s);
@@ -121,8 +144,9 @@ absl::StatusOr<std::unique_ptr<tls_credentials>> tls_credentials::load_x509(cons
 
 bool tls_credentials::authenticates_clients() const { return impl_->psk || impl_->verify_peer; }
 
-std::unique_ptr<tls_session> tls_credentials::start(int fd) const {
+std::unique_ptr<tls_session> tls_credentials::start(int fd, size_t io_per_call) const {
   auto i = std::make_unique<tls_session::impl>();
+  i->io = {fd, io_per_call};
   if (gnutls_init(&i->s, GNUTLS_SERVER | GNUTLS_NONBLOCK) != 0)
     return nullptr;
   int err;
@@ -144,7 +168,7 @@ std::unique_ptr<tls_session> tls_credentials::start(int fd) const {
   if (err)
     return nullptr;
   gnutls_handshake_set_timeout(i->s, 0);  // the server's --handshake-timeout covers it
-  gnutls_transport_set_ptr(i->s, reinterpret_cast<gnutls_transport_ptr_t>(static_cast<intptr_t>(fd)));
+  gnutls_transport_set_ptr(i->s, &i->io);  // i, and so &i->io, stays where it is inside the session
   gnutls_transport_set_vec_push_function(i->s, push);
   gnutls_transport_set_pull_function(i->s, pull);
   return std::unique_ptr<tls_session>(new tls_session(std::move(i)));

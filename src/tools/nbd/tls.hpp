@@ -37,8 +37,10 @@ class tls_credentials {
   tls_credentials(const tls_credentials&) = delete;
   tls_credentials& operator=(const tls_credentials&) = delete;
 
-  // A server session on fd (which stays the caller's), or null without memory.
-  std::unique_ptr<tls_session> start(int fd) const;
+  // A server session on fd (which stays the caller's), or null without
+  // memory. io_per_call (server_limits' test knob; 0: none) bounds each of
+  // its socket calls.
+  std::unique_ptr<tls_session> start(int fd, size_t io_per_call = 0) const;
   // Only clients holding a secret complete the handshake: a PSK, or an
   // X.509 certificate the CA signed (verify_peer).
   bool authenticates_clients() const;
