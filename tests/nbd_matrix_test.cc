@@ -27,10 +27,10 @@
 namespace iov_test::nbd {
 namespace {
 
-constexpr uint64_t kDiskSize = 8 * MiB;
+constexpr uint64_t kMatrixDiskSize = 8 * MiB;
 const std::vector<uint64_t> kLengths = {512, 4 * KiB, 16 * KiB - 512, 16 * KiB, 20 * KiB, 64 * KiB, 1 * MiB};
 
-const driver_config kDrivers[] = {
+const driver_config kMatrixDrivers[] = {
     {"brd", "brd", {}},
     {"null_blk", "null_blk", {}},
     {"null_blk_cache", "null_blk", {{"cache_size", "1"}}},
@@ -38,8 +38,6 @@ const driver_config kDrivers[] = {
 };
 
 enum class transport { unix_socket, tcp, tls_psk, tls_x509 };
-
-void spit(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
 // A CA and the server's certificate in dir, as --tls-certificates reads
 // them, made by certtool; false when one step fails.
@@ -74,7 +72,7 @@ class tls_servers {
     if (t == transport::unix_socket || t == transport::tcp) {
       server_transport plain;
       plain.tcp = t == transport::tcp;
-      servers_.emplace_back(key, std::make_unique<local_server>(d, kDiskSize, iov::nbd::server_limits{}, plain));
+      servers_.emplace_back(key, std::make_unique<local_server>(d, kMatrixDiskSize, iov::nbd::server_limits{}, plain));
       return servers_.back().second.get();
     }
     if (t == transport::tls_x509 ? !x509_ready() : !psk_ready())
@@ -91,7 +89,7 @@ class tls_servers {
       tls.client.ca_file = dir_.path("ca-cert.pem");
     else
       tls.client.psk_file = dir_.path("keys.psk");
-    servers_.emplace_back(key, std::make_unique<local_server>(d, kDiskSize, iov::nbd::server_limits{}, tls));
+    servers_.emplace_back(key, std::make_unique<local_server>(d, kMatrixDiskSize, iov::nbd::server_limits{}, tls));
     return servers_.back().second.get();
   }
 
@@ -161,7 +159,7 @@ TEST_P(NbdMatrix, ReadsBackWhatWasWritten) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, NbdMatrix,
-                         testing::Combine(testing::ValuesIn(kDrivers),
+                         testing::Combine(testing::ValuesIn(kMatrixDrivers),
                                           testing::Values(transport::unix_socket, transport::tcp, transport::tls_psk,
                                                           transport::tls_x509),
                                           testing::Values(headers::simple, headers::structured, headers::extended)),
