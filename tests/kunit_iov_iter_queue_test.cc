@@ -26,8 +26,6 @@ namespace {
 using namespace iov;       // NOLINT: the kernel's names, as the kernel test uses them
 using namespace iov_test;  // NOLINT
 
-constexpr size_t kBufSize = 0x100000;
-constexpr size_t kNPages = kBufSize / PAGE_SIZE;
 
 using IovKunitQueue = kunit_fixture;  // support/kunit_layouts.hpp
 

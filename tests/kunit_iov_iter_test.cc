@@ -30,8 +30,6 @@ namespace {
 using namespace iov;       // NOLINT: the kernel's names, as the kernel test uses them
 using namespace iov_test;  // NOLINT
 
-constexpr size_t kBufSize = 0x100000;
-constexpr size_t kNPages = kBufSize / PAGE_SIZE;
 
 using IovKunit = kunit_fixture;  // support/kunit_layouts.hpp
 

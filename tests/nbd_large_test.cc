@@ -22,16 +22,16 @@ namespace iov_test::nbd {
 namespace {
 
 constexpr uint64_t kMax = 64 * MiB;
-constexpr uint64_t kDiskSize = kMax + 8 * MiB;
+constexpr uint64_t kLargeDiskSize = kMax + 8 * MiB;
 
-const driver_config kDrivers[] = {
+const driver_config kLargeDrivers[] = {
     {"brd", "brd", {}},
     {"null_blk", "null_blk", {}},
 };
 
-using param = std::tuple<driver_config, bool /*tls*/>;
+using large_param = std::tuple<driver_config, bool /*tls*/>;
 
-class NbdLarge : public testing::TestWithParam<param> {
+class NbdLarge : public testing::TestWithParam<large_param> {
  protected:
   void SetUp() override {
     const auto& [d, tls] = GetParam();
@@ -47,7 +47,7 @@ class NbdLarge : public testing::TestWithParam<param> {
       t.credentials = std::move(*creds);
       t.client.psk_file = dir.path("keys.psk");
     }
-    s = std::make_unique<local_server>(d, kDiskSize, iov::nbd::server_limits{}, t);
+    s = std::make_unique<local_server>(d, kLargeDiskSize, iov::nbd::server_limits{}, t);
   }
   temp_dir dir;
   std::unique_ptr<local_server> s;
@@ -99,8 +99,8 @@ TEST_P(NbdLarge, AnUnalignedMaximumWriteFromAnyOffsetClient) {
   EXPECT_TRUE(r.data == d);
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, NbdLarge, testing::Combine(testing::ValuesIn(kDrivers), testing::Bool()),
-                         [](const testing::TestParamInfo<param>& i) {
+INSTANTIATE_TEST_SUITE_P(Transports, NbdLarge, testing::Combine(testing::ValuesIn(kLargeDrivers), testing::Bool()),
+                         [](const testing::TestParamInfo<large_param>& i) {
                            return std::string(std::get<0>(i.param).name) + (std::get<1>(i.param) ? "_tls" : "_tcp");
                          });
 

@@ -2,7 +2,7 @@
 // null_blk memory-backed, with --cache_size, with --blocksize=4096,
 // --memory_backed=0, zoned), over a Unix socket, TCP, and TLS with a PSK and
 // with X.509, with simple, structured and extended replies; READs and WRITEs
-// of each length in kAnchors, one logical block below it and one above (a
+// of each length in kMatrixAnchors, one logical block below it and one above (a
 // null_blk export over TLS once refused every READ from 16 KiB up, asking
 // its device for part of a block), each checked byte for byte against what
 // was written (zeros from a null_blk that stores nothing). One server per
@@ -40,14 +40,14 @@ namespace {
 
 // Each reply kind's region (two zones of a zoned disk), then the largest
 // lengths' (unzoned disks only).
-constexpr uint64_t kRegion = 8 * MiB, kLargeAt = 3 * kRegion, kMaxLength = 64 * MiB;
-constexpr uint64_t kDiskSize = kLargeAt + kMaxLength + 8 * MiB;
-constexpr uint64_t kZone = 4 * MiB;
+constexpr uint64_t kMatrixRegion = 8 * MiB, kMatrixLargeAt = 3 * kMatrixRegion, kMatrixMaxLength = 64 * MiB;
+constexpr uint64_t kMatrixDiskSize = kMatrixLargeAt + kMatrixMaxLength + 8 * MiB;
+constexpr uint64_t kMatrixZone = 4 * MiB;
 // A sector, a page, a TLS record's plaintext, the inline payload limit, a
 // payload the payload memory takes in one piece, the largest request.
-const uint64_t kAnchors[] = {512, 4 * KiB, 16 * KiB, 64 * KiB, 1 * MiB, kMaxLength};
+const uint64_t kMatrixAnchors[] = {512, 4 * KiB, 16 * KiB, 64 * KiB, 1 * MiB, kMatrixMaxLength};
 
-const driver_config kDrivers[] = {
+const driver_config kMatrixDrivers[] = {
     {"brd", "brd", {}},
     {"null_blk", "null_blk", {}},
     {"null_blk_cache", "null_blk", {{"cache_size", "1"}}},
@@ -63,7 +63,6 @@ enum class transport { unix_socket, tcp, tls_psk, tls_x509 };
 using headers = local_server::headers;
 using matrix_case = std::tuple<driver_config, transport, headers>;
 
-void spit(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
 // A CA and the server's certificate in dir, as --tls-certificates reads
 // them, made by certtool; false when one step fails.
@@ -98,7 +97,7 @@ class tls_servers {
     if (t == transport::unix_socket || t == transport::tcp) {
       server_transport plain;
       plain.tcp = t == transport::tcp;
-      servers_.emplace_back(key, std::make_unique<local_server>(d, kDiskSize, iov::nbd::server_limits{}, plain));
+      servers_.emplace_back(key, std::make_unique<local_server>(d, kMatrixDiskSize, iov::nbd::server_limits{}, plain));
       return servers_.back().second.get();
     }
     if (t == transport::tls_x509 ? !x509_ready() : !psk_ready())
@@ -115,7 +114,7 @@ class tls_servers {
       tls.client.ca_file = dir_.path("ca-cert.pem");
     else
       tls.client.psk_file = dir_.path("keys.psk");
-    servers_.emplace_back(key, std::make_unique<local_server>(d, kDiskSize, iov::nbd::server_limits{}, tls));
+    servers_.emplace_back(key, std::make_unique<local_server>(d, kMatrixDiskSize, iov::nbd::server_limits{}, tls));
     return servers_.back().second.get();
   }
 
@@ -153,11 +152,11 @@ std::string case_name(const testing::TestParamInfo<matrix_case>& i) {
 // the largest ones last, only when `largest`.
 std::vector<uint64_t> lengths(uint64_t lbs, bool largest) {
   std::vector<uint64_t> out;
-  for (uint64_t a : kAnchors) {
-    if (a == kMaxLength && !largest)
+  for (uint64_t a : kMatrixAnchors) {
+    if (a == kMatrixMaxLength && !largest)
       continue;
     for (uint64_t len : {a - lbs, a, a + lbs})
-      if (len && len % lbs == 0 && len <= kMaxLength && (out.empty() || len > out.back()))
+      if (len && len % lbs == 0 && len <= kMatrixMaxLength && (out.empty() || len > out.back()))
         out.push_back(len);
   }
   return out;
@@ -172,11 +171,11 @@ bool runs_largest(const driver_config& d, transport t, headers h) {
     return false;
   if (exhaustive())
     return true;
-  const size_t i = static_cast<size_t>(std::find_if(std::begin(kDrivers), std::end(kDrivers),
+  const size_t i = static_cast<size_t>(std::find_if(std::begin(kMatrixDrivers), std::end(kMatrixDrivers),
                                                      [&](const driver_config& k) {
                                                        return std::string(k.name) == d.name;
                                                      }) -
-                                        std::begin(kDrivers));
+                                        std::begin(kMatrixDrivers));
   if (kSanitized)
     return i == 0 && t == transport::unix_socket && h == headers::simple;
   return static_cast<size_t>(t) == i % 4 && static_cast<size_t>(h) == i % 3;
@@ -201,14 +200,14 @@ TEST_P(NbdMatrix, ReadsBackWhatWasWritten) {
   ASSERT_EQ(c->tls(), t == transport::tls_psk || t == transport::tls_x509);
   std::mt19937_64 rng(static_cast<uint64_t>(h) * 131 + std::hash<std::string>{}(drv.name));
   const uint64_t lbs = s->device().limits().logical_block_size;
-  uint64_t offset = static_cast<uint64_t>(h) * kRegion;  // each reply kind its own region of the disk
+  uint64_t offset = static_cast<uint64_t>(h) * kMatrixRegion;  // each reply kind its own region of the disk
   for (uint64_t len : lengths(lbs, runs_largest(drv, t, h))) {
-    if (is_zoned(drv) && len > kZone)
+    if (is_zoned(drv) && len > kMatrixZone)
       continue;
-    if (len >= kMaxLength - lbs)
-      offset = kLargeAt;  // the largest two, one after the other, over the same area
-    else if (is_zoned(drv) && offset / kZone != (offset + len - 1) / kZone)
-      offset = (offset / kZone + 1) * kZone;  // from the next zone's write pointer
+    if (len >= kMatrixMaxLength - lbs)
+      offset = kMatrixLargeAt;  // the largest two, one after the other, over the same area
+    else if (is_zoned(drv) && offset / kMatrixZone != (offset + len - 1) / kMatrixZone)
+      offset = (offset / kMatrixZone + 1) * kMatrixZone;  // from the next zone's write pointer
     SCOPED_TRACE(testing::Message() << len << " bytes at " << offset);
     bytes d = random_data(len, rng);
     auto w = c->write(offset, d);
@@ -221,15 +220,15 @@ TEST_P(NbdMatrix, ReadsBackWhatWasWritten) {
     offset += is_zoned(drv) ? len : (len + 4 * KiB - 1) / (4 * KiB) * (4 * KiB);
   }
   // Advisory, and a no-op on a zoned disk or one that stores nothing.
-  EXPECT_EQ(c->trim(static_cast<uint64_t>(h) * kRegion, kRegion).error, 0u);
-  if (offset > kLargeAt) {
-    EXPECT_EQ(c->trim(kLargeAt, kDiskSize - kLargeAt).error, 0u);
+  EXPECT_EQ(c->trim(static_cast<uint64_t>(h) * kMatrixRegion, kMatrixRegion).error, 0u);
+  if (offset > kMatrixLargeAt) {
+    EXPECT_EQ(c->trim(kMatrixLargeAt, kMatrixDiskSize - kMatrixLargeAt).error, 0u);
   }
   EXPECT_TRUE(c->disc());
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, NbdMatrix,
-                         testing::Combine(testing::ValuesIn(kDrivers),
+                         testing::Combine(testing::ValuesIn(kMatrixDrivers),
                                           testing::Values(transport::unix_socket, transport::tcp, transport::tls_psk,
                                                           transport::tls_x509),
                                           testing::Values(headers::simple, headers::structured, headers::extended)),

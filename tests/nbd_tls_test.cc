@@ -23,15 +23,6 @@
 namespace iov_test::nbd {
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void spit(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
-
 std::string tls_uri(const temp_dir& dir, const std::string& psk_file) {
   return "nbds+unix://alice@/?socket=" + dir.path("sock") + "&tls-psk-file=" + psk_file;
 }

@@ -22,8 +22,6 @@
 namespace iov_test::nbd {
 namespace {
 
-void spit(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
-
 // A CA, the server's certificate and key (as --tls-certificates reads
 // them), and clients: "alice" signed by the CA, "mallory" self-signed,
 // "eve" signed by another CA, "bob" signed by the CA and revoked.

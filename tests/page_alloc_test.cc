@@ -18,6 +18,7 @@
 
 #include "iov/iov.hpp"
 #include "kit/resident.hpp"
+#include "support/sanitizer.hpp"
 
 namespace {
 
@@ -237,7 +238,7 @@ TEST(PageAlloc, GivesMemoryBackToTheSystem) {
   // AddressSanitizer keeps the shadow of what was touched resident (1/8),
   // and its own allocator's metadata besides: most of kBytes must still go.
   size_t slack = size_t{4} << 20;
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(IOV_TEST_ASAN)
   slack += kBytes / 4;
 #endif
   EXPECT_LE(resident_bytes(), rss0 + slack);
@@ -306,7 +307,7 @@ TEST(PageAlloc, FreePagesRcuUsesTheFramesOwnHead) {
   EXPECT_EQ(iov::page_alloc_read_stats().frames_in_use, in_use);
 }
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(IOV_TEST_ASAN)
 // Free frames are poisoned: a write after the free is caught, as it was when
 // each page was its own malloc.
 TEST(PageAllocDeathTest, UseAfterFreeIsCaughtUnderAsan) {

@@ -112,8 +112,18 @@ TEST(Pieces, WorksWithStdRangesAndRangeV3) {
   iov::iov_iter it;
   iov::iov_iter_kvec(&it, iov::ITER_SOURCE, kv, 3, 407);
 
+  // clang before 15 cannot check libstdc++ 12's transform_view over a lambda
+  // (its concepts reject the view's own iterator): there the range is read
+  // directly, and the GCC build checks the adaptor.
+#if defined(__clang__) && __clang_major__ < 15
+  std::vector<size_t> std_sizes;
+  for (std::span<std::byte> s : iov::pieces(it)) {
+    std_sizes.push_back(s.size());
+  }
+#else
   auto sizes = iov::pieces(it) | std::views::transform([](std::span<std::byte> s) { return s.size(); });
   std::vector<size_t> std_sizes(sizes.begin(), sizes.end());
+#endif
   EXPECT_THAT(std_sizes, ::testing::ElementsAre(100u, 300u, 7u));
   EXPECT_EQ(std::ranges::count_if(iov::pieces(it), [](auto s) { return s.size() > 50; }), 2);
 

@@ -39,6 +39,11 @@
 
 namespace iov_test {
 
+// The kunit tests' buffer, as each test of the kernel's lib/kunit_iov_iter.c
+// sizes it (bufsize = 0x100000).
+inline constexpr size_t kBufSize = 0x100000;
+inline constexpr size_t kNPages = kBufSize / iov::PAGE_SIZE;
+
 using u8 = uint8_t;
 using iov::bio_vec;
 using iov::iov_iter;

@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <future>
 #include <memory>
 #include <ostream>
@@ -37,6 +38,18 @@
 namespace iov_test::nbd {
 
 inline constexpr uint64_t KiB = 1024, MiB = 1024 * KiB;
+
+// Writes text to path (a key, a certificate, an image for a client), and
+// reads a file whole.
+inline void spit(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+inline std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
 
 // Polls pred every 10 ms until it holds (true) or timeout_ms pass (false):
 // a bounded wait for what another thread does, never a timing assertion.
