@@ -63,7 +63,6 @@ enum class transport { unix_socket, tcp, tls_psk, tls_x509 };
 using headers = local_server::headers;
 using matrix_case = std::tuple<driver_config, transport, headers>;
 
-
 // A CA and the server's certificate in dir, as --tls-certificates reads
 // them, made by certtool; false when one step fails.
 bool make_x509(const temp_dir& dir) {
