@@ -171,20 +171,13 @@ void crc32c_update_vclmul(crc32c_state* st, const void* data, size_t len) { crc3
 void crc32c_copy_update_vclmul(crc32c_state* st, void* dst, const void* src, size_t len) {
   crc32c_copy_update_other(st, dst, src, len);
 }
-size_t crc32c_walk_avx512(iov_iter* i, size_t bytes, crc32c_state* st) {
-  return inline_walk::run<crc32c_steps>(i, bytes, st, nullptr);
-}
-size_t crc32c_copy_to_iter_walk_avx512(const void* from, size_t bytes, crc32c_state* st, iov_iter* i) {
-  return inline_walk::run<crc32c_copy_to_iter_steps>(i, bytes, const_cast<void*>(from), st);
-}
-size_t crc32c_copy_from_iter_walk_avx512(void* to, size_t bytes, crc32c_state* st, iov_iter* i) {
-  return inline_walk::run<crc32c_copy_from_iter_steps>(i, bytes, to, st);
-}
 #endif
 
-template size_t outofline_walk::run<crc32c_steps>(iov_iter*, size_t, void*, void*);
-template size_t outofline_walk::run<crc32c_copy_to_iter_steps>(iov_iter*, size_t, void*, void*);
-template size_t outofline_walk::run<crc32c_copy_from_iter_steps>(iov_iter*, size_t, void*, void*);
+// The memory form of the compiled-once walks (below the avx512 level); their
+// register form is in crc32c_fold_x86.cc.
+template size_t outofline_walk::run<crc32c_steps<crc32c_state>>(iov_iter*, size_t, void*, void*);
+template size_t outofline_walk::run<crc32c_copy_to_iter_steps<crc32c_state>>(iov_iter*, size_t, void*, void*);
+template size_t outofline_walk::run<crc32c_copy_from_iter_steps<crc32c_state>>(iov_iter*, size_t, void*, void*);
 
 }  // namespace internal
 

@@ -28,6 +28,7 @@
 #include "iov/internal/crc32c_gf2.hpp"
 #include "iov/internal/crc32c_simd.hpp"
 #include "iov/iterate.hpp"
+#include "outofline_walk.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -270,48 +271,49 @@ IOV_TARGET_AVX512 IOV_ALWAYS_INLINE void update_avx512(crc32c_state* st, unsigne
 //
 // crc32c_update() loads the window from the state and stores it back for
 // every piece: a walk of 512-byte sectors pays about a tenth of its time for
-// that. The walks below keep the window in four registers from one piece to
-// the next instead: iterate_and_advance2() is inlined whole into each
-// (flatten), steps included, so that a piece of whole windows after a state
-// without a tail is folded in place; any other piece stores the registers,
-// goes through update_avx512() and loads them back. The registers are
-// assigned on every path (zero when the state has no window), so that none is
-// kept alive across that call, which would put them on the stack.
-
-template <bool Copy>
-struct window_in_registers {
-  __m512i *f0, *f1, *f2, *f3;
+// that. The register form of a walk (crc32c_registers_walk, crc32c.hpp) runs
+// the same steps on this accumulator instead, which keeps the window in four
+// registers from one piece to the next: the walk is inlined whole into
+// crc32c_run_in_registers() (flatten), steps included, so that a piece of
+// whole windows after a state without a tail is folded in place; any other
+// piece stores the registers, goes through update_avx512() and loads them
+// back. The registers are assigned on every path (zero when the state has no
+// window), so that none is kept alive across that call, which would put them
+// on the stack.
+struct window_registers {
+  __m512i f0, f1, f2, f3;
   crc32c_state* st;
-  bool* live;  // the registers hold the window, and the state has no tail
+  bool live;  // the registers hold the window, and the state has no tail
 
-  IOV_TARGET_AVX512 IOV_ALWAYS_INLINE void load() const {
+  IOV_TARGET_AVX512 IOV_ALWAYS_INLINE void load() {
     const __m512i* w = reinterpret_cast<const __m512i*>(st->window);
-    *live = st->folded && !st->tail_len;
-    if (*live) {
-      *f0 = _mm512_load_si512(w), *f1 = _mm512_load_si512(w + 1);
-      *f2 = _mm512_load_si512(w + 2), *f3 = _mm512_load_si512(w + 3);
+    live = st->folded && !st->tail_len;
+    if (live) {
+      f0 = _mm512_load_si512(w), f1 = _mm512_load_si512(w + 1);
+      f2 = _mm512_load_si512(w + 2), f3 = _mm512_load_si512(w + 3);
     } else {
-      *f0 = *f1 = *f2 = *f3 = _mm512_setzero_si512();
+      f0 = f1 = f2 = f3 = _mm512_setzero_si512();
     }
   }
   IOV_TARGET_AVX512 IOV_ALWAYS_INLINE void store() const {
-    if (!*live) return;
+    if (!live) return;
     __m512i* w = reinterpret_cast<__m512i*>(st->window);
-    _mm512_store_si512(w, *f0), _mm512_store_si512(w + 1, *f1);
-    _mm512_store_si512(w + 2, *f2), _mm512_store_si512(w + 3, *f3);
+    _mm512_store_si512(w, f0), _mm512_store_si512(w + 1, f1);
+    _mm512_store_si512(w + 2, f2), _mm512_store_si512(w + 3, f3);
   }
   // s[0, len) into the CRC (and to d, when copying).
-  IOV_TARGET_AVX512 IOV_ALWAYS_INLINE void piece(unsigned char* d, const unsigned char* s, size_t len) const {
-    if (IOV_LIKELY(*live && len && len % kWindow == 0)) {
+  template <bool Copy>
+  IOV_TARGET_AVX512 IOV_ALWAYS_INLINE void piece(unsigned char* d, const unsigned char* s, size_t len) {
+    if (IOV_LIKELY(live && len && len % kWindow == 0)) {
       const __m512i k = broadcast(kFoldBytes.by(kWindow));
-      __m512i a0 = *f0, a1 = *f1, a2 = *f2, a3 = *f3;
+      __m512i a0 = f0, a1 = f1, a2 = f2, a3 = f3;
       for (size_t p = 0; p < len; p += kWindow) {
         a0 = fold512(a0, k, load64<Copy>(d, s, p));
         a1 = fold512(a1, k, load64<Copy>(d, s, p + 64));
         a2 = fold512(a2, k, load64<Copy>(d, s, p + 128));
         a3 = fold512(a3, k, load64<Copy>(d, s, p + 192));
       }
-      *f0 = a0, *f1 = a1, *f2 = a2, *f3 = a3;
+      f0 = a0, f1 = a1, f2 = a2, f3 = a3;
       return;
     }
     store();
@@ -320,42 +322,33 @@ struct window_in_registers {
   }
 };
 
-// The steps, as crc32c.hpp's, on the registers (not always_inline: flatten
-// inlines them where the caller has the avx512 target).
-struct crc_in_registers : window_in_registers<false> {
-  IOV_TARGET_AVX512 size_t operator()(void* base, size_t, size_t len, void*, void*) const {
-    piece(nullptr, static_cast<const unsigned char*>(base), len);
-    return 0;
-  }
-};
-template <bool User>
-struct copy_to_iter_in_registers : window_in_registers<true> {  // priv: the source
-  IOV_TARGET_AVX512 size_t operator()(void* base, size_t progress, size_t len, void* from, void*) const {
-    const size_t n = User ? usercopy_allow(len) : len;
-    piece(static_cast<unsigned char*>(base), static_cast<const unsigned char*>(from) + progress, n);
-    return len - n;
-  }
-};
-template <bool User>
-struct copy_from_iter_in_registers : window_in_registers<true> {  // priv: the destination
-  IOV_TARGET_AVX512 size_t operator()(void* base, size_t progress, size_t len, void* to, void*) const {
-    const size_t n = User ? usercopy_allow(len) : len;
-    piece(static_cast<unsigned char*>(to) + progress, static_cast<const unsigned char*>(base), n);
-    return len - n;
-  }
+// The accumulator's side of the steps (crc32c.hpp), found by argument-dependent
+// lookup. Not always_inline: the steps are compiled without the avx512 target
+// too, and flatten inlines these where the caller has it.
+IOV_TARGET_AVX512 void crc32c_update(window_registers* r, const void* src, size_t len) {
+  r->piece<false>(nullptr, static_cast<const unsigned char*>(src), len);
+}
+IOV_TARGET_AVX512 void crc32c_copy_update(window_registers* r, void* dst, const void* src, size_t len) {
+  r->piece<true>(static_cast<unsigned char*>(dst), static_cast<const unsigned char*>(src), len);
+}
+
+// A pair of the CRC's steps on the state, as the same pair on the registers.
+template <class Steps>
+struct on_registers;
+template <template <class> class S>
+struct on_registers<S<crc32c_state>> {
+  using type = S<window_registers>;
 };
 
-// The walk of `bytes` of i with the steps UStep/Step on st's window.
-template <class UStep, class Step>
-IOV_TARGET_AVX512 IOV_ALWAYS_INLINE size_t walk_in_registers(iov_iter* i, size_t bytes, void* priv,
-                                                             crc32c_state* st) {
-  __m512i f0, f1, f2, f3;
-  bool live;
-  UStep ustep{{&f0, &f1, &f2, &f3, st, &live}};
-  Step step{{&f0, &f1, &f2, &f3, st, &live}};
-  ustep.load();
-  const size_t n = iterate_and_advance2(i, bytes, priv, nullptr, ustep, step);
-  ustep.store();
+// W over Steps with st's window in registers (crc32c_run_in_registers()).
+template <class W, class Steps>
+IOV_TARGET_AVX512 __attribute__((flatten)) size_t run_in_registers(iov_iter* i, size_t len, void* priv,
+                                                                   crc32c_state* st) {
+  window_registers r;
+  r.st = st;
+  r.load();
+  const size_t n = W::template run<typename on_registers<Steps>::type>(i, len, priv, &r);
+  r.store();
   return n;
 }
 
@@ -491,19 +484,24 @@ IOV_TARGET_AVX512 void crc32c_copy_update_avx512(crc32c_state* st, void* dst, co
   update_avx512<true>(st, static_cast<unsigned char*>(dst), static_cast<const unsigned char*>(src), len);
 }
 IOV_TARGET_AVX512 uint32_t crc32c_final_avx512(const crc32c_state* st) { return final_avx512(st); }
-IOV_TARGET_AVX512 __attribute__((flatten)) size_t crc32c_walk_avx512(iov_iter* i, size_t bytes, crc32c_state* st) {
-  return walk_in_registers<crc_in_registers, crc_in_registers>(i, bytes, nullptr, st);
+// Declared in crc32c.hpp without the target, which a template's later
+// definition cannot add: a jump to the function compiled for it.
+template <class W, class Steps>
+size_t crc32c_run_in_registers(iov_iter* i, size_t len, void* priv, crc32c_state* st) {
+  return run_in_registers<W, Steps>(i, len, priv, st);
 }
-IOV_TARGET_AVX512 __attribute__((flatten)) size_t crc32c_copy_to_iter_walk_avx512(const void* from, size_t bytes,
-                                                                                 crc32c_state* st, iov_iter* i) {
-  return walk_in_registers<copy_to_iter_in_registers<true>, copy_to_iter_in_registers<false>>(
-      i, bytes, const_cast<void*>(from), st);
-}
-IOV_TARGET_AVX512 __attribute__((flatten)) size_t crc32c_copy_from_iter_walk_avx512(void* to, size_t bytes,
-                                                                                   crc32c_state* st, iov_iter* i) {
-  return walk_in_registers<copy_from_iter_in_registers<true>, copy_from_iter_in_registers<false>>(i, bytes, to,
-                                                                                                  st);
-}
+
+// The register form of each walk crc32c_registers_compiled names, for each pair.
+#define IOV_CRC32C_IN_REGISTERS(W)                                                                                 \
+  template size_t crc32c_run_in_registers<W, crc32c_steps<crc32c_state>>(iov_iter*, size_t, void*, crc32c_state*); \
+  template size_t crc32c_run_in_registers<W, crc32c_copy_to_iter_steps<crc32c_state>>(iov_iter*, size_t, void*,    \
+                                                                                      crc32c_state*);              \
+  template size_t crc32c_run_in_registers<W, crc32c_copy_from_iter_steps<crc32c_state>>(iov_iter*, size_t, void*,  \
+                                                                                        crc32c_state*);
+IOV_CRC32C_IN_REGISTERS(inline_walk)
+IOV_CRC32C_IN_REGISTERS(ubuf_first_walk)
+IOV_CRC32C_IN_REGISTERS(outofline_walk)
+#undef IOV_CRC32C_IN_REGISTERS
 
 IOV_TARGET_VCLMUL void crc32c_update_clmul(crc32c_state* st, const void* src, size_t len) {
   update_clmul<false, false>(st, nullptr, static_cast<const unsigned char*>(src), len);

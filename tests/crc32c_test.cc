@@ -15,14 +15,17 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <iov/crc32c.hpp>
 #include <iov/internal/outofline.hpp>
+#include <iov/internal/walk.hpp>
 #include <iov/iov_iter.hpp>
 #include <iov/position.hpp>
 
 #include "support/crc32c_model.hpp"
+#include "support/counted_walk.hpp"
 #include "support/model.hpp"
 
 // The cases live in the model's namespace, so its names (model_crc, layout,
@@ -179,6 +182,102 @@ TEST(Crc32cIter, ZeroBytesAndDiscard) {
       }
     }
   }
+}
+
+// The three iterator forms over one walk W, by their public names.
+template <class W>
+struct crc_forms {
+  static size_t iter(iov::iov_iter* i, size_t n, uint32_t* crc) { return iov::internal::crc32c_iter<W>(i, n, crc); }
+  static size_t to_iter(const void* a, size_t n, uint32_t* crc, iov::iov_iter* i) {
+    return iov::internal::crc32c_and_copy_to_iter<W>(a, n, crc, i);
+  }
+  static size_t from_iter(void* a, size_t n, uint32_t* crc, iov::iov_iter* i) {
+    return iov::internal::crc32c_and_copy_from_iter<W>(a, n, crc, i);
+  }
+};
+struct public_forms {
+  static size_t iter(iov::iov_iter* i, size_t n, uint32_t* crc) { return iov::crc32c_iter(i, n, crc); }
+  static size_t to_iter(const void* a, size_t n, uint32_t* crc, iov::iov_iter* i) {
+    return iov::crc32c_and_copy_to_iter(a, n, crc, i);
+  }
+  static size_t from_iter(void* a, size_t n, uint32_t* crc, iov::iov_iter* i) {
+    return iov::crc32c_and_copy_from_iter(a, n, crc, i);
+  }
+};
+
+// One form against the standard CRC-32C `want` of `v`, laid out as iterator
+// type k: the CRC of the iterator, the copy out of it and the copy into it.
+template <class Forms>
+void check_vector(Kind k, const std::vector<u8>& v, uint32_t want, std::mt19937_64& rng) {
+  const size_t len = v.size();
+  const bool discard = k == Kind::discard;
+  layout lay(k, len, rng);
+  if (!discard) lay.scatter(0, v.data(), len);
+  iov::iov_iter it;
+  uint32_t crc = ~0u;
+  lay.init(&it, iov::ITER_SOURCE);
+  EXPECT_EQ(Forms::iter(&it, len, &crc), discard ? 0 : len);
+  EXPECT_EQ(~crc, discard ? 0u : want) << "crc32c_iter";
+
+  std::vector<u8> out(len);
+  crc = ~0u;
+  lay.init(&it, discard ? iov::ITER_DEST : iov::ITER_SOURCE);
+  EXPECT_EQ(Forms::from_iter(out.data(), len, &crc, &it), discard ? 0 : len);
+  EXPECT_EQ(~crc, discard ? 0u : want) << "crc32c_and_copy_from_iter";
+  if (!discard) {
+    EXPECT_EQ(out, v);
+  }
+
+  if (!discard) lay.scatter(0, std::vector<u8>(len, 0x5a).data(), len);
+  crc = ~0u;
+  lay.init(&it, iov::ITER_DEST);
+  EXPECT_EQ(Forms::to_iter(v.data(), len, &crc, &it), len);
+  EXPECT_EQ(~crc, want) << "crc32c_and_copy_to_iter";  // a discard iterator: the CRC of what it consumed
+  if (!discard) {
+    EXPECT_EQ(lay.gather(0, len), v);
+  }
+}
+
+// Known CRC-32C values (the check value, RFC 3720's iSCSI vectors, and long
+// buffers against the model) over every iterator type, at every level, through
+// every walk: each walk form runs the same algorithm to the same result.
+TEST(Crc32cIter, KnownVectorsEveryLevelAndWalk) {
+  auto rng = rng_for("known-walks");
+  std::vector<std::pair<std::vector<u8>, uint32_t>> vectors;
+  const char* check = "123456789";
+  vectors.emplace_back(std::vector<u8>(check, check + 9), 0xE3069283u);
+  std::vector<u8> v[4] = {std::vector<u8>(32, 0), std::vector<u8>(32, 0xff), std::vector<u8>(32), std::vector<u8>(32)};
+  for (int j = 0; j < 32; j++) v[2][j] = static_cast<u8>(j), v[3][j] = static_cast<u8>(31 - j);
+  const uint32_t want[4] = {0x8A9136AA, 0x62A8AB43, 0x46DD794E, 0x113FDB5C};
+  for (int j = 0; j < 4; j++) vectors.emplace_back(v[j], want[j]);
+  // Long enough to fold whole windows across pieces (the layouts cut pages and segments).
+  for (size_t len : {size_t{4096}, size_t{3 * 4096 + 700}}) {
+    std::vector<u8> b(len);
+    fill_random(rng, b.data(), len);
+    vectors.emplace_back(b, ~model_crc(~0u, b.data(), len));
+  }
+  using iov::internal::inline_walk, iov::internal::ubuf_first_walk, iov::internal::outofline_walk,
+      iov::internal::pointer_walk;
+  using iov::internal::crc32c_registers_walk;
+  counted_walk::calls = 0;
+  for_each_level([&] {
+    for (Kind k : kAllKinds)
+      for (auto& [bytes, crc] : vectors) {
+        SCOPED_TRACE(testing::Message() << kind_name(k) << " length " << bytes.size());
+        check_vector<public_forms>(k, bytes, crc, rng);
+        check_vector<crc_forms<inline_walk>>(k, bytes, crc, rng);
+        check_vector<crc_forms<ubuf_first_walk>>(k, bytes, crc, rng);
+        check_vector<crc_forms<outofline_walk>>(k, bytes, crc, rng);
+        check_vector<crc_forms<pointer_walk>>(k, bytes, crc, rng);
+        check_vector<crc_forms<counted_walk>>(k, bytes, crc, rng);
+        check_vector<crc_forms<crc32c_registers_walk<inline_walk>>>(k, bytes, crc, rng);
+        check_vector<crc_forms<crc32c_registers_walk<ubuf_first_walk>>>(k, bytes, crc, rng);
+        check_vector<crc_forms<crc32c_registers_walk<outofline_walk>>>(k, bytes, crc, rng);
+        check_vector<crc_forms<crc32c_registers_walk<pointer_walk>>>(k, bytes, crc, rng);  // none compiled: in memory
+        check_vector<crc_forms<crc32c_registers_walk<counted_walk>>>(k, bytes, crc, rng);  // likewise
+      }
+  });
+  EXPECT_GT(counted_walk::calls, 0u);  // the caller's walk was the one that ran
 }
 
 }  // namespace

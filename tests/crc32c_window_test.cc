@@ -1,7 +1,7 @@
 // crc32c_window_test.cc: walks whose pieces are whole CRC windows (256
 // bytes and its multiples: sectors, pages) among odd ones, the shape in which
 // the avx512 level keeps its window in registers from piece to piece
-// (crc32c_walk_avx512 and its fused forms) and leaves them for the state
+// (crc32c_registers_walk, src/crc32c_fold_x86.cc) and leaves them for the state
 // whenever a piece is not whole. crc32c_iter() and the fused copies, inline
 // and out of line, at every SIMD level the CPU has, against the bitwise
 // model; the copies must land where the model says and nowhere else.

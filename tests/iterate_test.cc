@@ -15,6 +15,7 @@
 
 #include "iov/internal/outofline.hpp"
 #include "iov/iov.hpp"
+#include "support/counted_walk.hpp"
 #include "support/model.hpp"
 
 namespace {
@@ -495,16 +496,7 @@ size_t count_step(void*, size_t, size_t len, void* priv, void*) {
   return 0;
 }
 
-// The sample walk of internal/walk.hpp's Walk concept: any policy with run<Steps>.
-struct counted_walk {
-  static inline size_t calls = 0;
-  template <class Steps>
-  static size_t run(iov::iov_iter* i, size_t len, void* priv, void* priv2) {
-    calls++;
-    return iov::internal::inline_walk::run<Steps>(i, len, priv, priv2);
-  }
-};
-static_assert(iov::internal::Walk<counted_walk>);
+using iov_test::counted_walk;
 }  // namespace
 
 TEST(GenericIterate, WalksAStepsPairThroughItsPointers) {

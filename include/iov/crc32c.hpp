@@ -181,60 +181,91 @@ class crc32c_stream {
 };
 
 namespace internal {
-// The steps. Each piece feeds the walk's crc32c_state; the reduction is the
-// walk's, once, at its end.
-//   crc32c_step:           priv = crc32c_state*
-//   crc32c_copy_to_*:      priv = const char* from (the source), priv2 = crc32c_state*
-//   crc32c_copy_from_*:    priv = char* to (the destination),   priv2 = crc32c_state*
+// The steps, written once over the accumulator A that each piece feeds,
+// passed as priv2: the walk's crc32c_state in memory, or the avx512 window in
+// registers (crc32c_registers_walk below). A has, found by argument-dependent
+// lookup, crc32c_update(A*, src, len) and crc32c_copy_update(A*, dst, src, len).
+//   crc32c_step:           priv unused
+//   crc32c_copy_to_*:      priv = const char* from (the source)
+//   crc32c_copy_from_*:    priv = char* to (the destination)
 // The user-backed copy steps go through usercopy_allow(), as copy.hpp's do, so
 // an injected fault makes the copy (and the CRC) stop short.
-inline size_t crc32c_step(void* iter_base, size_t, size_t len, void* priv, void*) {
-  crc32c_update(static_cast<crc32c_state*>(priv), iter_base, len);
+template <class A>
+inline size_t crc32c_step(void* iter_base, size_t, size_t len, void*, void* acc) {
+  crc32c_update(static_cast<A*>(acc), iter_base, len);
   return 0;
 }
-inline size_t crc32c_copy_to_iter_step(void* iter_to, size_t progress, size_t len, void* from, void* priv2) {
-  crc32c_copy_update(static_cast<crc32c_state*>(priv2), iter_to, static_cast<const char*>(from) + progress, len);
+template <class A>
+inline size_t crc32c_copy_to_iter_step(void* iter_to, size_t progress, size_t len, void* from, void* acc) {
+  crc32c_copy_update(static_cast<A*>(acc), iter_to, static_cast<const char*>(from) + progress, len);
   return 0;
 }
-inline size_t crc32c_copy_to_user_iter_step(void* iter_to, size_t progress, size_t len, void* from,
-                                            void* priv2) {
+template <class A>
+inline size_t crc32c_copy_to_user_iter_step(void* iter_to, size_t progress, size_t len, void* from, void* acc) {
   size_t n = usercopy_allow(len);
-  crc32c_copy_to_iter_step(iter_to, progress, n, from, priv2);
+  crc32c_copy_to_iter_step<A>(iter_to, progress, n, from, acc);
   return len - n;
 }
-inline size_t crc32c_copy_from_iter_step(void* iter_from, size_t progress, size_t len, void* to, void* priv2) {
-  crc32c_copy_update(static_cast<crc32c_state*>(priv2), static_cast<char*>(to) + progress, iter_from, len);
+template <class A>
+inline size_t crc32c_copy_from_iter_step(void* iter_from, size_t progress, size_t len, void* to, void* acc) {
+  crc32c_copy_update(static_cast<A*>(acc), static_cast<char*>(to) + progress, iter_from, len);
   return 0;
 }
-inline size_t crc32c_copy_from_user_iter_step(void* iter_from, size_t progress, size_t len, void* to,
-                                              void* priv2) {
+template <class A>
+inline size_t crc32c_copy_from_user_iter_step(void* iter_from, size_t progress, size_t len, void* to, void* acc) {
   size_t n = usercopy_allow(len);
-  crc32c_copy_from_iter_step(iter_from, progress, n, to, priv2);
+  crc32c_copy_from_iter_step<A>(iter_from, progress, n, to, acc);
   return len - n;
 }
 
-using crc32c_steps = steps<crc32c_step, crc32c_step>;
-using crc32c_copy_to_iter_steps = steps<crc32c_copy_to_user_iter_step, crc32c_copy_to_iter_step>;
-using crc32c_copy_from_iter_steps = steps<crc32c_copy_from_user_iter_step, crc32c_copy_from_iter_step>;
+template <class A>
+struct crc32c_steps : steps<crc32c_step<A>, crc32c_step<A>> {};
+template <class A>
+struct crc32c_copy_to_iter_steps : steps<crc32c_copy_to_user_iter_step<A>, crc32c_copy_to_iter_step<A>> {};
+template <class A>
+struct crc32c_copy_from_iter_steps : steps<crc32c_copy_from_user_iter_step<A>, crc32c_copy_from_iter_step<A>> {};
 
-// Each walk feeds one state on its stack, reduced once at the end. The
-// inline walk of a state at the avx512 level is one call that keeps the
-// window in registers between pieces (crc32c_walk_avx512() and its fused
-// forms, src/crc32c_fold_x86.cc): the same walk and steps, compiled for it.
+// The walks the register form is compiled for (src/crc32c_fold_x86.cc).
+template <class W>
+inline constexpr bool crc32c_registers_compiled =
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    std::is_same_v<W, inline_walk> || std::is_same_v<W, ubuf_first_walk> || std::is_same_v<W, outofline_walk>;
+#else
+    false;  // no state is ever at the avx512 level
+#endif
+
+// W over Steps (a pair above, on the state), run with the window of the
+// state st (at the avx512 level) in four registers from piece to piece: one
+// call, compiled in src/crc32c_fold_x86.cc for the walks above.
+template <class W, class Steps>
+size_t crc32c_run_in_registers(iov_iter* i, size_t len, void* priv, crc32c_state* st);
+
+// The walk the CRC's public functions choose: W, with the accumulator in
+// registers where the state is at the avx512 level and that form of W is
+// compiled; otherwise W itself, on the state in memory. For the CRC's steps
+// only (priv2 is the crc32c_state). A crc32c_update() per piece loads and
+// stores the window: a walk of 512-byte sectors pays about a tenth of its
+// time for that.
 template <Walk W>
-IOV_ALWAYS_INLINE bool crc32c_walk_in_registers(const crc32c_state& st) {
-  return std::is_same_v<W, inline_walk> && st.level == kCrc32cAvx512;
-}
+struct crc32c_registers_walk {
+  template <class Steps>
+  IOV_ALWAYS_INLINE static size_t run(iov_iter* i, size_t len, void* priv, void* priv2) {
+    if constexpr (crc32c_registers_compiled<W>) {
+      auto* st = static_cast<crc32c_state*>(priv2);
+      if (st->level == kCrc32cAvx512) return crc32c_run_in_registers<W, Steps>(i, len, priv, st);
+    }
+    return W::template run<Steps>(i, len, priv, priv2);
+  }
+};
 
+// Each body runs W over one state on its stack, reduced once at the end.
 template <Walk W>
 inline size_t crc32c_iter(iov_iter* i, size_t bytes, uint32_t* crc) {
   if (IOV_UNLIKELY(iov_iter_is_discard(i)))
     return 0;
   crc32c_state st;
   crc32c_init(&st, *crc);
-  size_t n = crc32c_walk_in_registers<W>(st)
-                 ? crc32c_walk_avx512(i, bytes, &st)
-                 : W::template run<crc32c_steps>(i, bytes, &st, nullptr);
+  size_t n = W::template run<crc32c_steps<crc32c_state>>(i, bytes, nullptr, &st);
   *crc = crc32c_final(&st);
   return n;
 }
@@ -245,9 +276,7 @@ inline size_t crc32c_and_copy_to_iter(const void* addr, size_t bytes, uint32_t* 
     return 0;
   crc32c_state st;
   crc32c_init(&st, *crc);
-  size_t n = crc32c_walk_in_registers<W>(st)
-                 ? crc32c_copy_to_iter_walk_avx512(addr, bytes, &st, i)
-                 : W::template run<crc32c_copy_to_iter_steps>(i, bytes, const_cast<void*>(addr), &st);
+  size_t n = W::template run<crc32c_copy_to_iter_steps<crc32c_state>>(i, bytes, const_cast<void*>(addr), &st);
   if (IOV_UNLIKELY(iov_iter_is_discard(i)))
     crc32c_update(&st, addr, n);
   *crc = crc32c_final(&st);
@@ -260,9 +289,7 @@ inline size_t crc32c_and_copy_from_iter(void* addr, size_t bytes, uint32_t* crc,
     return 0;
   crc32c_state st;
   crc32c_init(&st, *crc);
-  size_t n = crc32c_walk_in_registers<W>(st)
-                 ? crc32c_copy_from_iter_walk_avx512(addr, bytes, &st, i)
-                 : W::template run<crc32c_copy_from_iter_steps>(i, bytes, addr, &st);
+  size_t n = W::template run<crc32c_copy_from_iter_steps<crc32c_state>>(i, bytes, addr, &st);
   *crc = crc32c_final(&st);
   return n;
 }
@@ -272,20 +299,20 @@ inline size_t crc32c_and_copy_from_iter(void* addr, size_t bytes, uint32_t* crc,
 // returns how many. Reads the memory whatever the direction (the CRC of what a
 // read just filled in). A discard iterator has no memory: nothing is processed.
 inline size_t crc32c_iter(iov_iter* i, size_t bytes, uint32_t* crc) {
-  return internal::crc32c_iter<internal::inline_walk>(i, bytes, crc);
+  return internal::crc32c_iter<internal::crc32c_registers_walk<internal::inline_walk>>(i, bytes, crc);
 }
 
 // copy_to_iter() that also extends *crc over the bytes copied, reading each
 // once. On an ITER_SOURCE iterator: 0, *crc unchanged. A discard iterator
 // consumes without copying; *crc then covers the source bytes consumed.
 inline size_t crc32c_and_copy_to_iter(const void* addr, size_t bytes, uint32_t* crc, iov_iter* i) {
-  return internal::crc32c_and_copy_to_iter<internal::inline_walk>(addr, bytes, crc, i);
+  return internal::crc32c_and_copy_to_iter<internal::crc32c_registers_walk<internal::inline_walk>>(addr, bytes, crc, i);
 }
 
 // copy_from_iter() that also extends *crc over the bytes copied, reading each
 // once. On an ITER_DEST iterator (discard included): 0, *crc unchanged.
 inline size_t crc32c_and_copy_from_iter(void* addr, size_t bytes, uint32_t* crc, iov_iter* i) {
-  return internal::crc32c_and_copy_from_iter<internal::inline_walk>(addr, bytes, crc, i);
+  return internal::crc32c_and_copy_from_iter<internal::crc32c_registers_walk<internal::inline_walk>>(addr, bytes, crc, i);
 }
 
 }  // namespace iov

@@ -185,7 +185,9 @@ void layout::build_bvecq(std::mt19937_64& rng) {
 void layout::build_bvec(std::mt19937_64& rng) {
   bool adjacent = rng() % 2;
   size_t pos = rng() % iov::PAGE_SIZE;  // within the shared block
-  if (adjacent) page_block(2);          // 16 KiB: room for 8 KiB after any offset
+  unsigned shared_order = 2;  // at least 16 KiB, and room for total_ after any offset
+  while ((iov::PAGE_SIZE << shared_order) < iov::PAGE_SIZE + total_) shared_order++;
+  if (adjacent) page_block(shared_order);
   const block shared = blocks_.empty() ? block{} : blocks_.back();
   for (size_t len : split(rng, 1 + rng() % 10000)) {
     unsigned order = 0;

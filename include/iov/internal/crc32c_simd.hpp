@@ -12,9 +12,9 @@
 //             instruction
 //   avx512    a 256-byte window in four registers folded with VPCLMULQDQ (a
 //             level that needs VPCLMULQDQ too); the fused copy stores each
-//             64-byte load and folds it, one pass; the inline iterator
-//             forms run their whole walk in one call, the window kept in
-//             registers between pieces
+//             64-byte load and folds it, one pass; the iterator forms run
+//             their whole walk in one call, the window kept in registers
+//             between pieces (crc32c_registers_walk, crc32c.hpp)
 // The level resolves on first use to the best the CPU has (IOV_SIMD=portable|avx2
 // caps it); a state keeps the level it was initialized at. Tests force each
 // level in turn:
@@ -57,13 +57,6 @@ void crc32c_update_vclmul(crc32c_state* st, const void* src, size_t len);
 void crc32c_copy_update_vclmul(crc32c_state* st, void* dst, const void* src, size_t len);
 void crc32c_update_other(crc32c_state* st, const void* src, size_t len);
 void crc32c_copy_update_other(crc32c_state* st, void* dst, const void* src, size_t len);
-// The inline walks of a state at the avx512 level: crc32c_iter(),
-// crc32c_and_copy_to_iter() and crc32c_and_copy_from_iter() over the state,
-// the window kept in registers from piece to piece.
-size_t crc32c_walk_avx512(iov_iter* i, size_t bytes, crc32c_state* st);
-size_t crc32c_copy_to_iter_walk_avx512(const void* from, size_t bytes, crc32c_state* st, iov_iter* i);
-size_t crc32c_copy_from_iter_walk_avx512(void* to, size_t bytes, crc32c_state* st, iov_iter* i);
-
 // Between the kernels (src/crc32c*.cc): a folded state whose tail has grown
 // past the fold table's reach (256 bytes) is turned back into a running CRC
 // before a piece goes into the window; these do that, then the update.

@@ -22,7 +22,8 @@
 
 namespace iov::internal {
 
-// The operations of the library over the walk W, by their public names.
+// The operations of the library over the walk W, by their public names (the
+// CRC's over its register walk of W, as its public functions choose).
 template <Walk W>
 struct operations_over {
   static size_t copy_to_iter(const void* addr, size_t bytes, iov_iter* i) {
@@ -57,13 +58,13 @@ struct operations_over {
     return internal::copy_page_to_iter_nofault<W>(pg, offset, bytes, i);
   }
   static size_t crc32c_iter(iov_iter* i, size_t bytes, uint32_t* crc) {
-    return internal::crc32c_iter<W>(i, bytes, crc);
+    return internal::crc32c_iter<crc32c_registers_walk<W>>(i, bytes, crc);
   }
   static size_t crc32c_and_copy_to_iter(const void* addr, size_t bytes, uint32_t* crc, iov_iter* i) {
-    return internal::crc32c_and_copy_to_iter<W>(addr, bytes, crc, i);
+    return internal::crc32c_and_copy_to_iter<crc32c_registers_walk<W>>(addr, bytes, crc, i);
   }
   static size_t crc32c_and_copy_from_iter(void* addr, size_t bytes, uint32_t* crc, iov_iter* i) {
-    return internal::crc32c_and_copy_from_iter<W>(addr, bytes, crc, i);
+    return internal::crc32c_and_copy_from_iter<crc32c_registers_walk<W>>(addr, bytes, crc, i);
   }
   static bool iov_iter_is_zero(const iov_iter* i, size_t bytes) { return internal::iov_iter_is_zero<W>(i, bytes); }
   static size_t iov_iter_skip_zeroes(iov_iter* i, size_t bytes) { return internal::iov_iter_skip_zeroes<W>(i, bytes); }
