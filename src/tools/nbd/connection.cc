@@ -435,9 +435,10 @@ bool connection::gather_output(::iovec* vec, unsigned* n, size_t* bytes, uint64_
   return true;
 }
 
-// Sends the queue, one sendmsg() at a time, until it is empty (done) or the
-// socket is full (again). Lent pages are held for one sendmsg only: what the
-// socket does not take is lent again for the next.
+// Sends the queue, one sendmsg() of gather_output's vector at a time, until
+// it is empty (done) or the socket is full (again). Lent pages are held for
+// one sendmsg only: what the socket does not take (a short send) is lent
+// again for the next.
 connection::io connection::flush() {
   if (tls_)
     return tls_flush();
@@ -448,9 +449,7 @@ connection::io connection::flush() {
     if (!gather_output(vec, &n, &bytes, UINT64_MAX))
       return io::error;
     prefetch_lines(vec, n, bytes);
-    iov_iter it;
-    iov_iter_init(&it, ITER_SOURCE, vec, n, bytes);
-    const ssize_t sent = send_iter(fd_, &it, per_call(SIZE_MAX));
+    const ssize_t sent = send_vecs(fd_, vec, n, per_call(bytes));
     lease_.release();  // never held while the client makes us wait
     if (sent == -EAGAIN)
       return io::again;
