@@ -93,7 +93,7 @@ TEST(BrdReplacePages, LentPageKeepsItsOldBytesUntilReleased) {
   ASSERT_EQ(dev->lend_pages(8, 8, &lease), 0);
   ASSERT_EQ(lease.pieces().size(), 1u);
   ASSERT_EQ(replace(*dev, 1, fresh), 0);
-  const auto* lent = static_cast<const unsigned char*>(lease.pieces()[0].iov_base);
+  const unsigned char* lent = iov::bvec_virt(&lease.pieces()[0]);
   EXPECT_TRUE(std::equal(old.begin(), old.end(), lent)) << "the lent page changed under its reader";
   lease.release();
   bytes all = blk_read_all(*dev);

@@ -380,9 +380,10 @@ TEST(Brd, LentPagesReadAsAReadDoes) {
       iov::blk_lease lease;
       ASSERT_EQ((*dev)->lend_pages(sector, nr, &lease), 0);
       EXPECT_TRUE(iov::rcu_read_lock_held()) << "the lease holds the read-side section";
-      for (const ::iovec& v : lease.pieces()) {
-        EXPECT_LE(v.iov_len, 4096u);
-        lent.insert(lent.end(), static_cast<char*>(v.iov_base), static_cast<char*>(v.iov_base) + v.iov_len);
+      for (const iov::bio_vec& bv : lease.pieces()) {
+        EXPECT_LE(bv.bv_offset + bv.bv_len, 4096u) << "a piece lies inside its page";
+        const char* p = iov::bvec_virt(&bv);
+        lent.insert(lent.end(), p, p + bv.bv_len);
       }
     }
     EXPECT_FALSE(iov::rcu_read_lock_held()) << "the lease ended its section";
@@ -413,8 +414,10 @@ TEST(Brd, LeaseKeepsDiscardedPagesUntilReleased) {
   ASSERT_EQ((*dev)->submit(d), 0);
   EXPECT_EQ((*dev)->nr_pages(), 0u);
   std::vector<char> lent;
-  for (const ::iovec& v : lease.pieces())
-    lent.insert(lent.end(), static_cast<char*>(v.iov_base), static_cast<char*>(v.iov_base) + v.iov_len);
+  for (const iov::bio_vec& bv : lease.pieces()) {
+    const char* p = iov::bvec_virt(&bv);
+    lent.insert(lent.end(), p, p + bv.bv_len);
+  }
   EXPECT_EQ(lent, data);
   lease.release();
   EXPECT_TRUE(lease.pieces().empty());

@@ -289,10 +289,10 @@ TEST(NullBlk, NotMemoryBackedLendsZeros) {
   iov::blk_lease lease;
   ASSERT_EQ(dev->lend_pages(8, 24, &lease), 0);
   size_t total = 0;
-  for (const ::iovec& v : lease.pieces()) {
-    EXPECT_EQ(std::count(static_cast<char*>(v.iov_base), static_cast<char*>(v.iov_base) + v.iov_len, 0),
-              static_cast<long>(v.iov_len));
-    total += v.iov_len;
+  for (const iov::bio_vec& bv : lease.pieces()) {
+    const char* p = iov::bvec_virt(&bv);
+    EXPECT_EQ(std::count(p, p + bv.bv_len, 0), static_cast<long>(bv.bv_len));
+    total += bv.bv_len;
   }
   EXPECT_EQ(total, 24u * 512);
   lease.release();

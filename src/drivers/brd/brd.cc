@@ -393,10 +393,10 @@ int brd_device::do_map_extents(sector_t sector, sector_t nr_sectors, std::vector
 }
 
 // Inside the lease's read-side section (blkdev::lend_pages opens it).
-int brd_device::do_lend_pages(sector_t sector, sector_t nr_sectors, std::vector<::iovec>* out, const char**) {
+int brd_device::do_lend_pages(sector_t sector, sector_t nr_sectors, std::vector<bio_vec>* out, const char**) {
   drivers::internal::for_each_piece(sector << SECTOR_SHIFT, nr_sectors << SECTOR_SHIFT, [&](const drivers::internal::piece& p) {
     if (auto* pg = static_cast<page*>(xa_load(&brd_->brd_pages, p.idx)))
-      out->push_back({static_cast<char*>(kmap_local_page(pg)) + p.offset, p.len});
+      out->push_back({pg, static_cast<unsigned>(p.len), static_cast<unsigned>(p.offset)});
     else
       drivers::internal::lend_zeroes(p.len, out);
     return true;

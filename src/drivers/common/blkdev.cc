@@ -183,10 +183,10 @@ page* zero_page() {
   return const_cast<page*>(&zeros);  // read only: a source of zeros, never written
 }
 
-void lend_zeroes(uint64_t bytes, std::vector<::iovec>* out) {
+void lend_zeroes(uint64_t bytes, std::vector<bio_vec>* out) {
   while (bytes) {
-    const size_t n = static_cast<size_t>(std::min<uint64_t>(bytes, PAGE_SIZE));
-    out->push_back({page_address(zero_page()), n});
+    const auto n = static_cast<unsigned>(std::min<uint64_t>(bytes, PAGE_SIZE));
+    out->push_back({zero_page(), n, 0});
     bytes -= n;
   }
 }

@@ -42,7 +42,6 @@
 // range being written they see what a concurrent read would.
 #pragma once
 
-#include <sys/uio.h>
 
 #include <atomic>
 #include <cerrno>
@@ -57,6 +56,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "iov/bvec.hpp"
 #include "iov/iov_iter.hpp"
 
 namespace iov {
@@ -168,7 +168,9 @@ struct blk_zone {
   bool operator==(const blk_zone&) const = default;
 };
 
-// What lend_pages() lent: the pieces, in order, valid while the lease holds.
+// What lend_pages() lent: the pieces, in order, as the kernel names memory
+// (page, offset, length), valid while the lease holds; bvec_virt() is the
+// address of a piece (there is no highmem to map).
 // A lease holds an RCU read-side section from its first loan until release()
 // or its end, so that pages freed meanwhile (a discard, an unmap) outlive the
 // pieces. Like any read-side section it belongs to the thread that took it
@@ -177,7 +179,7 @@ struct blk_zone {
 //
 //   iov::blk_lease lease;
 //   if (dev.lend_pages(sector, nr, &lease) == 0)
-//     writev(fd, lease.pieces().data(), static_cast<int>(lease.pieces().size()));
+//     for (const iov::bio_vec& bv : lease.pieces()) send(fd, iov::bvec_virt(&bv), bv.bv_len, 0);
 //   lease.release();   // the pages may go; the pieces are forgotten
 class blk_lease {
  public:
@@ -186,7 +188,7 @@ class blk_lease {
   blk_lease(const blk_lease&) = delete;
   blk_lease& operator=(const blk_lease&) = delete;
 
-  const std::vector<::iovec>& pieces() const { return pieces_; }
+  const std::vector<bio_vec>& pieces() const { return pieces_; }
   bool held() const { return held_; }
   // Ends the read-side section and forgets the pieces (keeping their storage
   // for the next loan).
@@ -196,7 +198,7 @@ class blk_lease {
   friend class blkdev;
   void hold();
   bool held_ = false;
-  std::vector<::iovec> pieces_;
+  std::vector<bio_vec> pieces_;
 };
 
 class blkdev {
@@ -231,9 +233,8 @@ class blkdev {
   int map_extents(sector_t sector, sector_t nr_sectors, std::vector<blk_extent>* out,
                   const char** why = nullptr, unsigned how = 0);
   // Lends the bytes a READ of the range would return, without copying them:
-  // appends to the lease one iovec per piece of a stored page, and pieces of
-  // one shared zero page for what is not stored (what a server hands to
-  // writev). The lease keeps the pages alive (see blk_lease); a concurrent
+  // appends to the lease one bio_vec per piece of a stored page, and pieces
+  // of one shared zero page for what is not stored (what a server sends). The lease keeps the pages alive (see blk_lease); a concurrent
   // write may show through, as in a READ racing it. -EOPNOTSUPP where the
   // device cannot lend (the caller then READs into a buffer of its own).
   int lend_pages(sector_t sector, sector_t nr_sectors, blk_lease* lease, const char** why = nullptr);
@@ -268,7 +269,7 @@ class blkdev {
   virtual int do_crc32c(sector_t sector, sector_t nr_sectors, uint32_t* crc, const char** why) = 0;
   virtual int do_map_extents(sector_t sector, sector_t nr_sectors, std::vector<blk_extent>* out,
                              const char** why, unsigned how) = 0;
-  virtual int do_lend_pages(sector_t, sector_t, std::vector<::iovec>*, const char** why) {
+  virtual int do_lend_pages(sector_t, sector_t, std::vector<bio_vec>*, const char** why) {
     *why = "this device cannot lend its pages";
     return -EOPNOTSUPP;
   }

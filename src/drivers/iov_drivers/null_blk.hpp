@@ -84,7 +84,7 @@ class nullb_device final : public blkdev {
   int do_crc32c(sector_t sector, sector_t nr_sectors, uint32_t* crc, const char** why) override;
   int do_map_extents(sector_t sector, sector_t nr_sectors, std::vector<blk_extent>* out,
                      const char** why, unsigned how) override;
-  int do_lend_pages(sector_t sector, sector_t nr_sectors, std::vector<::iovec>* out, const char** why) override;
+  int do_lend_pages(sector_t sector, sector_t nr_sectors, std::vector<bio_vec>* out, const char** why) override;
 
  private:
   nullb_device(std::unique_ptr<drivers::internal::nullb> nullb, sector_t capacity, const queue_limits& limits);

@@ -129,7 +129,7 @@ int nullb_device::do_crc32c(sector_t sector, sector_t nr_sectors, uint32_t* crc,
 
 // Without memory backing a READ transfers nothing: lend zeros, so that a
 // server never sends what its own buffer held before.
-int nullb_device::do_lend_pages(sector_t, sector_t nr_sectors, std::vector<::iovec>* out, const char** why) {
+int nullb_device::do_lend_pages(sector_t, sector_t nr_sectors, std::vector<bio_vec>* out, const char** why) {
   if (nullb_->dev.memory_backed) {
     *why = "null_blk: its pages are not lent (they are freed without a grace period)";
     return -EOPNOTSUPP;

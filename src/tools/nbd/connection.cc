@@ -369,17 +369,19 @@ bool connection::gather_device(uint64_t pos, uint64_t seg_end, uint64_t want, ::
       return false;
     uint64_t skip = pos - start, left = std::min(end, seg_end) - pos;
     for (size_t k = from; k < lease_.pieces().size() && *n < max && left; k++) {
-      ::iovec v = lease_.pieces()[k];
-      if (skip >= v.iov_len) {
-        skip -= v.iov_len;
+      const bio_vec& bv = lease_.pieces()[k];
+      if (skip >= bv.bv_len) {
+        skip -= bv.bv_len;
         continue;
       }
-      v.iov_base = static_cast<char*>(v.iov_base) + skip;
-      v.iov_len = std::min<uint64_t>(v.iov_len - skip, left);
+      // bvec_virt, not kmap_local_page: pages are mapped for good (no
+      // highmem), so the address stays valid until the sendmsg, as long as
+      // the lease does.
+      const size_t len = std::min<uint64_t>(bv.bv_len - skip, left);
+      vec[(*n)++] = {bvec_virt(&bv) + skip, len};
       skip = 0;
-      left -= v.iov_len;
-      vec[(*n)++] = v;
-      *bytes += v.iov_len;
+      left -= len;
+      *bytes += len;
     }
     return true;
   }
@@ -433,9 +435,10 @@ bool connection::gather_output(::iovec* vec, unsigned* n, size_t* bytes, uint64_
   return true;
 }
 
-// Sends the queue, one sendmsg() at a time, until it is empty (done) or the
-// socket is full (again). Lent pages are held for one sendmsg only: what the
-// socket does not take is lent again for the next.
+// Sends the queue, one sendmsg() of gather_output's vector at a time, until
+// it is empty (done) or the socket is full (again). Lent pages are held for
+// one sendmsg only: what the socket does not take (a short send) is lent
+// again for the next.
 connection::io connection::flush() {
   if (tls_)
     return tls_flush();
@@ -446,9 +449,7 @@ connection::io connection::flush() {
     if (!gather_output(vec, &n, &bytes, UINT64_MAX))
       return io::error;
     prefetch_lines(vec, n, bytes);
-    iov_iter it;
-    iov_iter_init(&it, ITER_SOURCE, vec, n, bytes);
-    const ssize_t sent = send_iter(fd_, &it, per_call(SIZE_MAX));
+    const ssize_t sent = send_vecs(fd_, vec, n, per_call(bytes));
     lease_.release();  // never held while the client makes us wait
     if (sent == -EAGAIN)
       return io::again;

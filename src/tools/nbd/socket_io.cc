@@ -1,8 +1,8 @@
-// socket_io.cc: sendmsg/recvmsg of an iterator (see socket_io.hpp).
+// socket_io.cc: non-blocking sendmsg of a vector, recvmsg into an iterator
+// (see socket_io.hpp).
 #include "nbd/socket_io.hpp"
 
 #include <sys/socket.h>
-#include <sys/uio.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -16,18 +16,11 @@ namespace {
 
 constexpr unsigned kMaxVecs = 128;
 
+// One call of sendmsg or recvmsg, again after a signal.
 template <class Call>
-ssize_t transfer(iov_iter* it, size_t max, Call call) {
-  ::iovec vecs[kMaxVecs];
-  msghdr msg{};
-  msg.msg_iov = vecs;
-  msg.msg_iovlen = iov_iter_to_iovecs(it, vecs, kMaxVecs, std::min(max, iov_iter_count(it)));
-  if (msg.msg_iovlen == 0)
-    return -EINVAL;  // nothing to move: a caller's mistake, never a wait
+ssize_t call_msg(msghdr* msg, Call call) {
   for (;;) {
-    ssize_t n = call(&msg);
-    if (n > 0)
-      iov_iter_advance(it, static_cast<size_t>(n));
+    const ssize_t n = call(msg);
     if (n >= 0)
       return n;
     if (errno != EINTR)
@@ -37,12 +30,32 @@ ssize_t transfer(iov_iter* it, size_t max, Call call) {
 
 }  // namespace
 
-ssize_t send_iter(int fd, iov_iter* it, size_t max) {
-  return transfer(it, max, [fd](msghdr* msg) { return ::sendmsg(fd, msg, MSG_NOSIGNAL | MSG_DONTWAIT); });
+ssize_t send_vecs(int fd, ::iovec* vec, unsigned n, size_t max) {
+  size_t at = 0;
+  unsigned k = 0;
+  while (k < n && at + vec[k].iov_len < max) at += vec[k++].iov_len;
+  if (k < n)
+    vec[k++].iov_len = max - at;  // the piece where max falls, shortened
+  while (k && vec[k - 1].iov_len == 0) k--;
+  if (k == 0)
+    return -EINVAL;  // nothing to send: a caller's mistake, never a wait
+  msghdr msg{};
+  msg.msg_iov = vec;
+  msg.msg_iovlen = k;
+  return call_msg(&msg, [fd](msghdr* m) { return ::sendmsg(fd, m, MSG_NOSIGNAL | MSG_DONTWAIT); });
 }
 
 ssize_t recv_iter(int fd, iov_iter* it, size_t max) {
-  return transfer(it, max, [fd](msghdr* msg) { return ::recvmsg(fd, msg, MSG_DONTWAIT); });
+  ::iovec vecs[kMaxVecs];
+  msghdr msg{};
+  msg.msg_iov = vecs;
+  msg.msg_iovlen = iov_iter_to_iovecs(it, vecs, kMaxVecs, std::min(max, iov_iter_count(it)));
+  if (msg.msg_iovlen == 0)
+    return -EINVAL;  // no room: a caller's mistake, never a wait
+  const ssize_t n = call_msg(&msg, [fd](msghdr* m) { return ::recvmsg(fd, m, MSG_DONTWAIT); });
+  if (n > 0)
+    iov_iter_advance(it, static_cast<size_t>(n));
+  return n;
 }
 
 }  // namespace iov::nbd

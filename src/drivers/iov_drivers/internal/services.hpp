@@ -90,7 +90,7 @@ class extent_builder {
 page* zero_page();
 // Appends pieces of zero_page() covering `bytes`: what a device lends for
 // what it does not store.
-void lend_zeroes(uint64_t bytes, std::vector<::iovec>* out);
+void lend_zeroes(uint64_t bytes, std::vector<bio_vec>* out);
 
 // crc32c(crc, n bytes of value c): zeros through crc32c_extend_zeroes, any
 // other byte by doubling with crc32c_combine. Never reads device memory.
