@@ -26,7 +26,7 @@ namespace {
 
 using headers = local_server::headers;
 
-const driver_config kDrivers[] = {
+const driver_config kPerCallDrivers[] = {
     {"null_blk_4k", "null_blk", {{"blocksize", "4096"}}},
     {"null_blk", "null_blk", {}},
     {"brd", "brd", {}},
@@ -65,7 +65,7 @@ std::unique_ptr<local_server> serve(const driver_config& d, link l, size_t per_c
 
 using per_call_case = std::tuple<driver_config, link, headers, size_t>;
 
-std::string case_name(const testing::TestParamInfo<per_call_case>& i) {
+std::string per_call_case_name(const testing::TestParamInfo<per_call_case>& i) {
   const auto& [d, l, h, n] = i.param;
   return std::string(d.name) + (l == link::tls_psk ? "_tls_" : l == link::tcp ? "_tcp_" : "_unix_") +
          (h == headers::simple ? "simple_" : h == headers::structured ? "structured_" : "extended_") +
@@ -136,16 +136,16 @@ TEST_P(NbdPerCall, ReadsBackAWriteWhateverTheCallsCut) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cuts, NbdPerCall,
-                         testing::Combine(testing::ValuesIn(kDrivers),
+                         testing::Combine(testing::ValuesIn(kPerCallDrivers),
                                           testing::Values(link::unix_socket, link::tcp, link::tls_psk),
                                           testing::Values(headers::simple, headers::structured, headers::extended),
                                           testing::ValuesIn(kPerCall)),
-                         case_name);
+                         per_call_case_name);
 INSTANTIATE_TEST_SUITE_P(ByteAtATime, NbdPerCall,
-                         testing::Combine(testing::ValuesIn(kDrivers), testing::Values(link::unix_socket, link::tcp),
+                         testing::Combine(testing::ValuesIn(kPerCallDrivers), testing::Values(link::unix_socket, link::tcp),
                                           testing::Values(headers::simple, headers::structured, headers::extended),
                                           testing::Values(size_t{1})),
-                         case_name);
+                         per_call_case_name);
 
 }  // namespace
 }  // namespace iov_test::nbd
