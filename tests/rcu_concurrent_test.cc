@@ -15,14 +15,8 @@
 
 #include "iov/page.hpp"
 #include "iov/rcu.hpp"
+#include "support/sanitizer.hpp"
 
-#if defined(__SANITIZE_THREAD__)
-#define IOV_TEST_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define IOV_TEST_TSAN 1
-#endif
-#endif
 
 namespace {
 

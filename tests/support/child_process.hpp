@@ -19,6 +19,8 @@
 #include <utility>
 #include <vector>
 
+#include "support/sanitizer.hpp"
+
 namespace iov_test {
 
 enum class child_output {
@@ -94,11 +96,8 @@ bool unprivileged_can_execute(const char* path);
 
 // Whether this test program was built with a sanitizer (whose programs
 // reserve terabytes of address space: no RLIMIT_AS test can run under one).
-// (GCC defines __SANITIZE_*__; clang-14 answers __has_feature.)
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(IOV_TEST_ASAN) || defined(IOV_TEST_TSAN)
 constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-constexpr bool kSanitized = __has_feature(address_sanitizer) || __has_feature(thread_sanitizer);
 #else
 constexpr bool kSanitized = false;
 #endif
