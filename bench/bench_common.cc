@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 
 namespace iov::bench {
 
@@ -22,27 +23,32 @@ namespace {
 
 size_t g_tile = 512 * 1024;
 
-// 256 MiB of address space mapped again and again onto one memfd of `tile`
-// bytes, populated up front so no sample takes page faults.
-char* map_tiled(size_t size, size_t tile, const char* name) {
+// A memfd of `bytes`, the physical memory behind a tiled buffer.
+int tile_fd(const char* name, size_t bytes) {
   int fd = memfd_create(name, MFD_CLOEXEC);
   if (fd < 0)
     die("memfd_create");
-  if (ftruncate(fd, static_cast<off_t>(tile)) != 0)
+  if (ftruncate(fd, static_cast<off_t>(bytes)) != 0)
     die("ftruncate");
+  return fd;
+}
+
+// 256 MiB of address space mapped again and again onto the `tile` bytes of fd
+// at `offset`, populated up front so no sample takes page faults.
+char* map_tiled(size_t size, int fd, size_t offset, size_t tile) {
   void* base = mmap(nullptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (base == MAP_FAILED)
     die("mmap (reserve)");
   char* p = static_cast<char*>(base);
   for (size_t off = 0; off < size; off += tile) {
-    void* q = mmap(p + off, tile, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED | MAP_POPULATE, fd, 0);
+    void* q = mmap(p + off, tile, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED | MAP_POPULATE, fd,
+                   static_cast<off_t>(offset));
     if (q == MAP_FAILED) {
       std::fprintf(stderr, "iov-bench: mapping tile %zu of %zu failed (vm.max_map_count?); try a larger --tile\n",
                    off / tile, size / tile);
       die("mmap (tile)");
     }
   }
-  close(fd);
   return p;
 }
 
@@ -67,10 +73,20 @@ bench_memory* create_memory(memory_kind kind) {
   auto* m = new bench_memory{};  // kept until exit, as the kernel's kunit resources are per test
   m->kind = kind;
   m->size = BENCH_SIZE;
-  if (kind == memory_kind::tiled) {
-    m->buffer = map_tiled(BENCH_SIZE, g_tile, "iov-bench-buffer");
-    m->scratch = map_tiled(BENCH_SIZE, g_tile, "iov-bench-scratch");
-    fill_pattern(m->buffer, g_tile);
+  if (kind != memory_kind::streaming) {
+    // tiled: one tile each; l1: the two halves of one tile.
+    size_t tile = kind == memory_kind::l1 ? L1_TILE / 2 : g_tile;
+    int fd = tile_fd("iov-bench-buffer", kind == memory_kind::l1 ? L1_TILE : tile);
+    m->buffer = map_tiled(BENCH_SIZE, fd, 0, tile);
+    if (kind == memory_kind::l1) {
+      m->scratch = map_tiled(BENCH_SIZE, fd, tile, tile);
+    } else {
+      close(fd);
+      fd = tile_fd("iov-bench-scratch", tile);
+      m->scratch = map_tiled(BENCH_SIZE, fd, 0, tile);
+    }
+    close(fd);
+    fill_pattern(m->buffer, tile);
     // MAP_POPULATE maps shared pages read-only; take each write fault now
     // rather than in the first sample.
     for (size_t off = 0; off < BENCH_SIZE; off += PAGE_SIZE) {
@@ -99,7 +115,8 @@ std::map<std::string, std::string>& baselines() {
 }
 
 void restore_pattern(bench_memory& m) {
-  fill_pattern(m.buffer, m.kind == memory_kind::tiled ? g_tile : m.size);
+  size_t bytes = m.kind == memory_kind::tiled ? g_tile : m.kind == memory_kind::l1 ? L1_TILE / 2 : m.size;
+  fill_pattern(m.buffer, bytes);
 }
 
 void describe_pages(bench_memory* m) {
@@ -135,15 +152,31 @@ bool copy_probes_hold(const char* from, const char* to) {
   return true;
 }
 
-const char* memory_suffix(memory_kind kind) { return kind == memory_kind::tiled ? "" : "_streaming"; }
+const char* memory_suffix(memory_kind kind) {
+  switch (kind) {
+    case memory_kind::tiled: return "";
+    case memory_kind::streaming: return "_streaming";
+    case memory_kind::l1: return "_l1";
+  }
+  return "";
+}
+
+namespace {
+std::set<std::string>& l1_cases() {
+  static std::set<std::string> names;
+  return names;
+}
+}  // namespace
+
+void note_l1_case(const std::string& name) { l1_cases().insert(name); }
+bool is_l1_case(const std::string& name) { return l1_cases().count(name) != 0; }
 
 void set_tile_size(size_t bytes) { g_tile = bytes; }
 size_t tile_size() { return g_tile; }
 
 bench_memory& get_memory(memory_kind kind) {
-  static bench_memory* tiled = nullptr;
-  static bench_memory* streaming = nullptr;
-  bench_memory*& slot = kind == memory_kind::tiled ? tiled : streaming;
+  static bench_memory* slots[3] = {};
+  bench_memory*& slot = slots[static_cast<int>(kind)];
   if (!slot)
     slot = create_memory(kind);
   return *slot;

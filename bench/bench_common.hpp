@@ -19,6 +19,9 @@
 // space mapped again and again onto one small memfd, so a sample measures the
 // iteration, not DRAM. `streaming` is 256 MiB of distinct memory, the same
 // walk paced by memory bandwidth; its cases carry the suffix `_streaming`.
+// `l1` is tiled memory whose source and destination share one 32 KiB tile, so
+// both stay in L1 and a copy's fixed cost per piece shows; its cases carry the
+// suffix `_l1`.
 #pragma once
 
 #include <sys/uio.h>
@@ -45,10 +48,21 @@ inline constexpr size_t BENCH_SPLIT_PAGES = 64;                // bvec_split: on
 inline constexpr size_t BENCH_DECANT_PAGES = 256;              // xarray_to_bvec: 256-page bvecs per batch
 inline constexpr size_t BENCH_QUEUE_SLOTS = 31;  // the queues: a folio_queue's 31 slots a segment, for both
 
-enum class memory_kind { tiled, streaming };
+enum class memory_kind { tiled, streaming, l1 };
 
-// The name suffix of a memory kind: "" or "_streaming".
+// The name suffix of a memory kind: "", "_streaming" or "_l1".
 const char* memory_suffix(memory_kind kind);
+
+// The L1 kind's one tile: buffer maps its first half again and again,
+// scratch its second (16 KiB each, 32 KiB together: in the L1 of every CPU
+// measured, 32 KiB on Zen 3 and 4, 48 KiB on the Xeons and Zen 5).
+inline constexpr size_t L1_TILE = 32 * 1024;
+
+// Whether a registered case runs over the L1 kind: the report and the JSON
+// read a trailing _l1 as the memory only for these (the zero scan's
+// zero_scan_flat_l1 is a case of its own).
+void note_l1_case(const std::string& name);
+bool is_l1_case(const std::string& name);
 
 // The tile of the tiled memory (default 512 KiB: buffer and scratch tiles fit
 // L2 together, and each frame has few enough mappings; docs/benchmarks.md says

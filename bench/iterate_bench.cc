@@ -1,28 +1,36 @@
 // iterate_bench.cc: the kernel's iov_kunit_benchmark_* cases (David Howells'
-// "iov_iter: Add benchmarking kunit tests"), each in three forms, with the
+// "iov_iter: Add benchmarking kunit tests"), each in four forms, with the
 // baselines they are measured against:
 //
 //   iov_kunit_benchmark_<case>            copy_from_iter(): iterate_and_advance, steps inlined
-//   iov_kunit_benchmark_<case>_outofline  iov::internal::outofline::copy_from_iter(): generic_iterate, steps by pointer
-//   iov_kunit_benchmark_<case>_typed      iterate_<type>() with a lambda calling the
+//   iov_kunit_benchmark_<case>_outofline  iov::internal::outofline::copy_from_iter(): the walk compiled
+//                                         once in src/copy.cc, steps inlined there
+//   iov_kunit_benchmark_<case>_typed      iterate_<type>() calling the
 //                                         library's step (the same work per piece)
 //   iov_kunit_benchmark_<case>_indirect   generic_iterate() with the suite's own steps, which
 //                                         it cannot recognise: every piece an indirect call,
 //                                         as in the kernel's out-of-line experiment
 //   iov_kunit_benchmark_zero_<case>...    the same for iov_iter_zero()
+//   iov_kunit_benchmark_copy_to_<case>... the same for copy_to_iter() (L1 only)
 //   baseline_memcpy_<case>, baseline_memset_<case>   plain memcpy/memset of the
 //                                         case's pieces over the same bytes (for
 //                                         bvec_split and xarray_to_bvec, of the
 //                                         bvecs built as the case builds them)
+//   baseline_memcpy_to_<case>             memcpy into the case's pieces
 //   baseline_memcpy_flat, baseline_memset_flat       one call over all 256 MiB
 //
 // and the inline and out-of-line forms and the baselines again over distinct
-// memory, suffixed _streaming.
+// memory, suffixed _streaming; and the copies of the ubuf, iovec, kvec, bvec
+// and xarray cases with source and destination in L1 (bench_common.hpp's l1
+// memory), suffixed _l1, where the walk's cost per piece shows most.
 //
 //   iov-bench --filter='^iov_kunit_benchmark_bvec'
 //
 // As in the kernel, a copy case reads the iterator (ITER_SOURCE) into scratch.
 #include <cstring>
+#include <functional>
+#include <string>
+#include <type_traits>
 #include <utility>
 
 #include "bench_common.hpp"
@@ -40,11 +48,15 @@ size_t shovel_from_iter(void* iter_from, size_t progress, size_t len, void* to, 
   std::memcpy(static_cast<char*>(to) + progress, iter_from, len);
   return 0;
 }
+size_t shovel_to_iter(void* iter_to, size_t progress, size_t len, void* from, void*) {
+  std::memcpy(iter_to, static_cast<const char*>(from) + progress, len);
+  return 0;
+}
 size_t shovel_zero(void* iter_to, size_t, size_t len, void*, void*) {
   std::memset(iter_to, 0, len);
   return 0;
 }
-enum class op { copy, zero };
+enum class op { copy, copy_to, zero };
 
 // The type-specific walk of a case's iterators.
 template <bench_case C, class Step>
@@ -65,42 +77,53 @@ IOV_ALWAYS_INLINE size_t typed_walk(iov_iter* it, size_t len, void* priv, Step&&
     return iterate_bvec(it, len, priv, nullptr, step);
 }
 
-template <bench_case C, form F>
-IOV_ALWAYS_INLINE size_t copy_out(iov_iter* it, char* to) {
-  size_t len = iov_iter_count(it);
-  if constexpr (F == form::inlined) {
-    return copy_from_iter(to, len, it);
-  } else if constexpr (F == form::outofline) {
-    return iov::internal::outofline::copy_from_iter(to, len, it);
-  } else if constexpr (F == form::indirect) {
-    return generic_iterate(it, len, to, nullptr, shovel_from_iter, shovel_from_iter);
-  } else {
-    return typed_walk<C>(it, len, to, [](void* from, size_t progress, size_t n, void* dst, void* p2) {
-      return iov::internal::memcpy_from_iter(from, progress, n, dst, p2);
-    });
+// Each operation's forms: its public function, its compiled-once walk, the
+// suite's own step by pointer and the library's step. flat is scratch's side
+// of a copy (nullptr for the zero-fill).
+struct copy_from_ops {
+  static size_t inlined(iov_iter* it, size_t len, void* flat) { return copy_from_iter(flat, len, it); }
+  static size_t outofline(iov_iter* it, size_t len, void* flat) {
+    return iov::internal::outofline::copy_from_iter(flat, len, it);
   }
+  static constexpr iov_step_f shovel = shovel_from_iter, step = iov::internal::memcpy_from_iter;
+};
+struct copy_to_ops {
+  static size_t inlined(iov_iter* it, size_t len, void* flat) { return copy_to_iter(flat, len, it); }
+  static size_t outofline(iov_iter* it, size_t len, void* flat) {
+    return iov::internal::outofline::copy_to_iter(flat, len, it);
+  }
+  static constexpr iov_step_f shovel = shovel_to_iter, step = iov::internal::memcpy_to_iter;
+};
+struct zero_ops {
+  static size_t inlined(iov_iter* it, size_t len, void*) { return iov_iter_zero(len, it); }
+  static size_t outofline(iov_iter* it, size_t len, void*) { return iov::internal::outofline::iov_iter_zero(len, it); }
+  static constexpr iov_step_f shovel = shovel_zero, step = iov::internal::zero_to_iter;
+};
+template <op O>
+using ops_of = std::conditional_t<O == op::copy, copy_from_ops, std::conditional_t<O == op::copy_to, copy_to_ops, zero_ops>>;
+
+template <bench_case C, form F, op O>
+IOV_ALWAYS_INLINE size_t run_form(iov_iter* it, void* flat) {
+  using ops = ops_of<O>;
+  size_t len = iov_iter_count(it);
+  if constexpr (F == form::inlined)
+    return ops::inlined(it, len, flat);
+  else if constexpr (F == form::outofline)
+    return ops::outofline(it, len, flat);
+  else if constexpr (F == form::indirect)
+    return generic_iterate(it, len, flat, nullptr, ops::shovel, ops::shovel);
+  else
+    return typed_walk<C>(it, len, flat, iov::internal::step_call<ops::step>{});
 }
 
-template <bench_case C, form F>
-IOV_ALWAYS_INLINE size_t zero_fill(iov_iter* it) {
-  size_t len = iov_iter_count(it);
-  if constexpr (F == form::inlined) {
-    return iov_iter_zero(len, it);
-  } else if constexpr (F == form::outofline) {
-    return iov::internal::outofline::iov_iter_zero(len, it);
-  } else if constexpr (F == form::indirect) {
-    return generic_iterate(it, len, nullptr, nullptr, shovel_zero, shovel_zero);
-  } else {
-    return typed_walk<C>(it, len, nullptr, [](void* base, size_t progress, size_t n, void* p, void* p2) {
-      return iov::internal::zero_to_iter(base, progress, n, p, p2);
-    });
-  }
-}
-
-// The copy must have reached scratch, the zero-fill the buffer.
+// The copy must have reached scratch, the copy into the iterator and the
+// zero-fill the buffer.
 void arm_probes(bench_memory& m, op o) {
-  if (o == op::copy) {
-    arm_copy_probes(m.buffer, m.scratch);
+  if (o != op::zero) {
+    if (o == op::copy)
+      arm_copy_probes(m.buffer, m.scratch);
+    else
+      arm_copy_probes(m.scratch, m.buffer);
     return;
   }
   for (size_t off : probe_offsets)
@@ -110,6 +133,8 @@ void arm_probes(bench_memory& m, op o) {
 bool probes_hold(const bench_memory& m, op o) {
   if (o == op::copy)
     return copy_probes_hold(m.buffer, m.scratch);
+  if (o == op::copy_to)
+    return copy_probes_hold(m.scratch, m.buffer);
   static const char zeroes[PAGE_SIZE] = {};
   for (size_t off : probe_offsets)
     if (std::memcmp(m.buffer + off, zeroes, PAGE_SIZE) != 0)
@@ -123,18 +148,16 @@ void bm_iterate(benchmark::State& state, memory_kind kind) {
   arm_probes(m, O);
   size_t done = 0;
   for (auto _ : state) {
-    if constexpr (O == op::copy)
-      done = for_each_iter<C>(m, ITER_SOURCE,
-                              [&m](iov_iter* it, size_t off) { return copy_out<C, F>(it, m.scratch + off); });
-    else
-      done = for_each_iter<C>(m, ITER_DEST, [](iov_iter* it, size_t) { return zero_fill<C, F>(it); });
+    done = for_each_iter<C>(m, O == op::copy ? ITER_SOURCE : ITER_DEST, [&m](iov_iter* it, size_t off) {
+      return run_form<C, F, O>(it, O == op::zero ? nullptr : m.scratch + off);
+    });
     benchmark::ClobberMemory();
   }
   if (!probes_hold(m, O))
     state.SkipWithError("data check failed: the walk did not move the bytes");
   else
     expect_bytes(state, done, m.size);
-  if constexpr (O == op::zero)
+  if constexpr (O != op::copy)
     restore_pattern(m);
 }
 
@@ -156,6 +179,8 @@ void bm_baseline(benchmark::State& state, bench_case c, memory_kind kind) {
   auto piece = [&m](char* base, size_t off, size_t len) {
     if constexpr (O == op::copy)
       std::memcpy(m.scratch + off, base, len);
+    else if constexpr (O == op::copy_to)
+      std::memcpy(base, m.scratch + off, len);
     else
       std::memset(base, 0, len);
   };
@@ -179,7 +204,7 @@ void bm_baseline(benchmark::State& state, bench_case c, memory_kind kind) {
     benchmark::ClobberMemory();
   }
   expect_bytes(state, done, m.size);
-  if constexpr (O == op::zero)
+  if constexpr (O != op::copy)
     restore_pattern(m);
 }
 
@@ -194,28 +219,40 @@ void bm_flat(benchmark::State& state, memory_kind kind) {
     benchmark::ClobberMemory();
   }
   expect_bytes(state, m.size, m.size);
-  if constexpr (O == op::zero)
+  if constexpr (O != op::copy)
     restore_pattern(m);
+}
+
+// The case's group and its baseline: "bvec" and baseline_memcpy_bvec,
+// "copy_to_bvec" and baseline_memcpy_to_bvec, "zero_bvec" and baseline_memset_bvec.
+std::string group_of(op o, bench_case c) {
+  const char* prefix[] = {"", "copy_to_", "zero_"};
+  return prefix[static_cast<int>(o)] + std::string(case_name(c));
+}
+std::string baseline_of(op o, bench_case c) {
+  const char* prefix[] = {"baseline_memcpy_", "baseline_memcpy_to_", "baseline_memset_"};
+  return prefix[static_cast<int>(o)] + std::string(case_name(c));
 }
 
 template <bench_case C, op O>
 void register_case(memory_kind kind) {
   const std::string sfx = memory_suffix(kind);
-  const std::string name = case_name(C);
-  const std::string group = O == op::copy ? name : "zero_" + name;
-  const std::string base = (O == op::copy ? "baseline_memcpy_" : "baseline_memset_") + name;
+  const std::string group = group_of(O, C), base = baseline_of(O, C);
   const std::string bench = "iov_kunit_benchmark_" + group;
+  auto reg = [kind](const std::string& name, std::function<void(benchmark::State&)> fn) {
+    if (kind == memory_kind::l1)
+      note_l1_case(name);
+    register_sampled(name, std::move(fn));
+  };
   set_baseline(group, base);
-  register_sampled(base + sfx, [kind](benchmark::State& s) { bm_baseline<O>(s, C, kind); });
-  register_sampled(bench + sfx, [kind](benchmark::State& s) { bm_iterate<C, form::inlined, O>(s, kind); });
-  register_sampled(bench + "_outofline" + sfx,
-                   [kind](benchmark::State& s) { bm_iterate<C, form::outofline, O>(s, kind); });
+  reg(base + sfx, [kind](benchmark::State& s) { bm_baseline<O>(s, C, kind); });
+  reg(bench + sfx, [kind](benchmark::State& s) { bm_iterate<C, form::inlined, O>(s, kind); });
+  reg(bench + "_outofline" + sfx, [kind](benchmark::State& s) { bm_iterate<C, form::outofline, O>(s, kind); });
   // Over streaming memory every form runs at the memory's pace; the typed
   // and indirect forms add nothing there but time.
-  if (kind == memory_kind::tiled) {
-    register_sampled(bench + "_typed", [kind](benchmark::State& s) { bm_iterate<C, form::typed, O>(s, kind); });
-    register_sampled(bench + "_indirect",
-                     [kind](benchmark::State& s) { bm_iterate<C, form::indirect, O>(s, kind); });
+  if (kind != memory_kind::streaming) {
+    reg(bench + "_typed" + sfx, [kind](benchmark::State& s) { bm_iterate<C, form::typed, O>(s, kind); });
+    reg(bench + "_indirect" + sfx, [kind](benchmark::State& s) { bm_iterate<C, form::indirect, O>(s, kind); });
   }
 }
 
@@ -226,13 +263,23 @@ void register_op(memory_kind kind, std::index_sequence<I...>) {
   (register_case<all_cases[I], O>(kind), ...);
 }
 
-// Tiled first: the iteration figures the targets are about.
+template <bench_case... C>
+void register_l1(std::integer_sequence<bench_case, C...>) {
+  (register_case<C, op::copy>(memory_kind::l1), ...);
+  (register_case<C, op::copy_to>(memory_kind::l1), ...);
+}
+
+// Tiled first: the iteration figures the targets are about. Then, in L1, the
+// copies both ways over the types whose walks differ (issue 30: the walk's
+// cost per piece against a memcpy loop).
 const bool registered = [] {
   constexpr auto cases = std::make_index_sequence<std::size(all_cases)>{};
   for (memory_kind kind : {memory_kind::tiled, memory_kind::streaming}) {
     register_op<op::copy>(kind, cases);
     register_op<op::zero>(kind, cases);
   }
+  register_l1(std::integer_sequence<bench_case, bench_case::ubuf, bench_case::iovec, bench_case::kvec,
+                                    bench_case::bvec, bench_case::xarray>{});
   return true;
 }();
 

@@ -46,6 +46,11 @@ void set_targets(case_info* c, const std::string& group) {
       c->target = "<=1.05";
     return;
   }
+  if (c->kind == "iteration" && c->memory == "l1") {
+    if (c->form == "inline")
+      c->target = "<=1.02";
+    return;
+  }
   static const std::map<std::string, std::string> inline_targets = {
       {"crc32c_l2_4k", "<=1.03"},           {"crc32c_l2_512", "<=1.10"},
       {"crc32c_copy_l2_4k", "<=1.10"},      {"crc32c_copy_l2_512", "<=1.10"},
@@ -71,6 +76,10 @@ case_info describe(std::string name, const std::set<std::string>& all, bool memo
     c.memory = "streaming";
     sfx = kStreaming;
     name.resize(name.size() - sfx.size());
+  } else if (is_l1_case(name)) {
+    c.memory = "l1";
+    sfx = "_l1";
+    name.resize(name.size() - sfx.size());
   }
   if (starts_with(name, "baseline_")) {
     c.kind = "baseline";
@@ -93,7 +102,7 @@ case_info describe(std::string name, const std::set<std::string>& all, bool memo
   c.op = c.iter.empty() ? group : group == c.iter ? "copy" : group.substr(0, group.size() - c.iter.size() - 1);
   if (memory_counters)
     c.kind = "memory";
-  else if (!c.iter.empty() && (c.op == "copy" || c.op == "zero"))
+  else if (!c.iter.empty() && (c.op == "copy" || c.op == "copy_to" || c.op == "zero"))
     c.kind = "iteration";
   else if (starts_with(group, "brd_") || starts_with(group, "null_blk_"))
     c.kind = "driver";

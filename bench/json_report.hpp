@@ -11,7 +11,7 @@
 //            group when it names no iterator type
 //   iter     the iterator type (ubuf ... folioq), when the group ends in one
 //   form     inline, or the suffix of another form (outofline, typed, ...)
-//   memory   tiled or streaming
+//   memory   tiled, streaming or l1
 //   vs       the case its ratio is taken against: a form's inline case, an
 //            inline case's baseline
 //   ratio    time (case / vs: lower is better) or throughput (vs / case)

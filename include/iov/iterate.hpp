@@ -53,20 +53,28 @@ IOV_ALWAYS_INLINE size_t walk_segs(iov_iter* iter, size_t len, void* priv, void*
   const Seg*& segs = iter_segs<Seg>(iter);
   const Seg* p = segs;
   size_t progress = 0, skip = iter->iov_offset;
+  // progress and skip count the piece before its step runs (and give back
+  // what it returns unprocessed): with the bytes left as len - progress, only
+  // the walk's position stays live across the step call, not the stack.
   do {
-    size_t part = std::min(len, p->iov_len - skip);
+    size_t part = std::min(len - progress, p->iov_len - skip);
     if (IOV_LIKELY(part)) {
-      size_t remain = step(static_cast<char*>(p->iov_base) + skip, progress, part, priv, priv2);
-      size_t consumed = part - remain;
-      progress += consumed;
-      skip += consumed;
-      len -= consumed;
+      char* base = static_cast<char*>(p->iov_base) + skip;
+      size_t at = progress;
+      progress += part;
+      skip += part;
+      size_t remain = step(base, at, part, priv, priv2);
+      if (IOV_UNLIKELY(remain)) {
+        progress -= remain;
+        skip -= remain;
+        break;
+      }
       if (skip < p->iov_len)
         break;
     }
     p++;
     skip = 0;
-  } while (len);
+  } while (progress != len);
   iter->nr_segs -= static_cast<unsigned long>(p - segs);
   segs = p;
   iter->iov_offset = skip;
@@ -120,22 +128,26 @@ IOV_ALWAYS_INLINE size_t iterate_bvec(iov_iter* iter, size_t len, void* priv, vo
   const bio_vec* p = iter->bvec;
   size_t progress = 0, skip = iter->iov_offset;
   if (skip == 0) {
+    // The bytes left are len - progress, and progress counts the piece
+    // before its step runs: only the walk's own position (p, progress) stays
+    // live across the step call, and nothing goes through the stack.
     for (;;) {
       size_t bv_len = p->bv_len, bv_offset = p->bv_offset;
-      if (bv_len > len || offset_in_page(bv_offset) + bv_len > PAGE_SIZE)
+      if (bv_len > len - progress || offset_in_page(bv_offset) + bv_len > PAGE_SIZE)
         break;
-      size_t remain = step(static_cast<char*>(page_address(p->bv_page)) + bv_offset, progress, bv_len, priv, priv2);
+      size_t at = progress;
+      progress += bv_len;
+      size_t remain = step(static_cast<char*>(page_address(p->bv_page)) + bv_offset, at, bv_len, priv, priv2);
       if (IOV_UNLIKELY(remain)) {
-        skip = bv_len - remain;
-        progress += skip;
+        skip = p->bv_len - remain;
+        progress -= remain;
         goto done;
       }
-      progress += bv_len;
-      len -= bv_len;
       p++;
-      if (!len)
+      if (progress == len)
         goto done;
     }
+    len -= progress;
   }
   do {
     size_t offset = p->bv_offset + skip;
