@@ -1,5 +1,5 @@
 // zero_scan.cc: the kernels behind memchr_inv() and mem_is_zero() — portable,
-// AVX2 and AVX-512, chosen once at run time — and the compiled-once walks of
+// AVX2 and AVX-512, chosen once at run time by measurement — and the compiled-once walks of
 // the iterator forms iov_iter_is_zero() and iov_iter_skip_zeroes()
 // (outofline_walk; zero_scan.hpp).
 //
@@ -272,23 +272,43 @@ IOV_TARGET_AVX512 bool mem_is_zero_avx512(const void* s, size_t len) {
 
 // ---- dispatch --------------------------------------------------------------
 
-void install(simd_level l) {
-  memchr_inv_fn m = memchr_inv_portable;
-  mem_is_zero_fn z = mem_is_zero_portable;
+struct kernels {
+  memchr_inv_fn memchr_inv;
+  mem_is_zero_fn mem_is_zero;
+};
+
+kernels kernels_of(simd_level l) {
 #ifdef IOV_ZERO_SCAN_X86
-  if (l == simd_level::avx512) {
-    m = memchr_inv_avx512;
-    z = mem_is_zero_avx512;
-  } else if (l == simd_level::avx2) {
-    m = memchr_inv_avx2;
-    z = mem_is_zero_avx2;
-  }
+  if (l == simd_level::avx512) return {memchr_inv_avx512, mem_is_zero_avx512};
+  if (l == simd_level::avx2) return {memchr_inv_avx2, mem_is_zero_avx2};
 #endif
-  memchr_inv_impl.store(m, std::memory_order_relaxed);
-  mem_is_zero_impl.store(z, std::memory_order_relaxed);
+  (void)l;
+  return {memchr_inv_portable, mem_is_zero_portable};
 }
 
-constinit simd_dispatch<install> dispatch;
+void install(simd_level l) {
+  kernels k = kernels_of(l);
+  memchr_inv_impl.store(k.memchr_inv, std::memory_order_relaxed);
+  mem_is_zero_impl.store(k.mem_is_zero, std::memory_order_relaxed);
+}
+
+// The trial: 16 KiB of zeroes scanned as four 4 KiB pieces (a walk over bvec
+// pages) and once flat, from the stack, so in L1 after the untimed run.
+uint32_t trial(simd_level l) {
+  constexpr size_t kPiece = 4096, kPieces = 4;
+  alignas(64) u8 buf[kPiece * kPieces];
+  std::memset(buf, 0, sizeof buf);
+  asm volatile("" ::"r"(buf) : "memory");  // the scans below read what memset wrote
+  const mem_is_zero_fn scan = kernels_of(l).mem_is_zero;
+  const uint64_t t0 = simd_trial_clock_ns();
+  bool zero = scan(buf, sizeof buf);
+  for (size_t k = 0; k < kPieces; k++) zero &= scan(buf + k * kPiece, kPiece);
+  const uint64_t t1 = simd_trial_clock_ns();
+  asm volatile("" ::"r"(zero));
+  return static_cast<uint32_t>(t1 - t0);
+}
+
+constinit simd_dispatch<install, trial> dispatch;
 
 const void* memchr_inv_resolve(const void* p, int c, size_t len) {
   dispatch.resolve();
@@ -307,6 +327,8 @@ constinit std::atomic<mem_is_zero_fn> mem_is_zero_impl{mem_is_zero_resolve};
 
 bool zero_scan_select(simd_level l) { return dispatch.select(l); }
 simd_level zero_scan_level() { return dispatch.level(); }
+simd_choice zero_scan_choice() { return dispatch.choice(); }
+simd_choice zero_scan_choose() { return dispatch.choose(); }
 
 template size_t outofline_walk::run<is_zero_steps>(iov_iter*, size_t, void*, void*);
 template size_t outofline_walk::run<skip_zeroes_steps>(iov_iter*, size_t, void*, void*);
