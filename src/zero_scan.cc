@@ -88,19 +88,30 @@ const void* memchr_inv_portable(const void* s, int c, size_t len) {
   return first_mismatch_bytes(p + k, b, len - k);
 }
 
+// 16-byte vectors of the compiler's (SSE2 on x86-64, NEON on arm64): a
+// streaming scan is bounded by the cache lines in flight, and 8-byte loads
+// fill the load buffer with four times the entries per line (measured on a
+// Xeon, 256 MiB streaming: 1.19x ISA-L's time with 8-byte loads).
+using vec16 = uint64_t __attribute__((vector_size(16)));
+inline vec16 load_vec16(const u8* p) {
+  vec16 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
 bool mem_is_zero_portable(const void* s, size_t len) {
   const u8* p = static_cast<const u8*>(s);
   if (len < 16) return or_short(p, len) == 0;
   if ((p[0] | p[len / 2] | p[len - 1]) != 0) return false;
   size_t k = 0;
-  for (; k + 64 <= len; k += 64) {
-    uint64_t x = (load64(p + k) | load64(p + k + 8)) | (load64(p + k + 16) | load64(p + k + 24)) |
-                 (load64(p + k + 32) | load64(p + k + 40)) | (load64(p + k + 48) | load64(p + k + 56));
-    if (x != 0) return false;
+  for (; k + 128 <= len; k += 128) {
+    vec16 x = ((load_vec16(p + k) | load_vec16(p + k + 16)) | (load_vec16(p + k + 32) | load_vec16(p + k + 48))) |
+              ((load_vec16(p + k + 64) | load_vec16(p + k + 80)) | (load_vec16(p + k + 96) | load_vec16(p + k + 112)));
+    if ((x[0] | x[1]) != 0) return false;
   }
-  uint64_t x = 0;
-  for (; k + 8 <= len; k += 8) x |= load64(p + k);
-  return (x | or_short(p + k, len - k)) == 0;
+  vec16 x = {};
+  for (; k + 16 <= len; k += 16) x |= load_vec16(p + k);
+  return (x[0] | x[1] | or_short(p + k, len - k)) == 0;
 }
 
 #ifdef IOV_ZERO_SCAN_X86
