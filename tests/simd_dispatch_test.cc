@@ -45,7 +45,7 @@ bool real_supports(simd_level l) {
   return iov::internal::cpu_supports(l);
 }
 
-// Sets IOV_SIMD (or unsets it, for nullptr) for one test, and restores the
+// Runs each test with IOV_SIMD unset (set_env() sets it), and restores the
 // environment, the CPU's answer and every family's choice afterwards.
 class SimdDispatch : public ::testing::Test {
  protected:
