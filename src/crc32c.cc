@@ -125,20 +125,21 @@ IOV_NOINLINE void copy_update_portable(crc32c_state* st, void* dst, const void* 
 }
 
 // The trial: 8 KiB in 512-byte pieces (sectors, where the levels differ most:
-// the portable level pays a flat call per piece), from the stack. The state
-// is set up by hand, not by crc32c_init(), which would ask for the level
-// being chosen.
+// the portable level pays a flat call per piece). The buffer is never
+// written (the kernel's zero page, no stack used). The state is set up by
+// hand, not by crc32c_init(), which would ask for the level being chosen.
+alignas(64) unsigned char trial_bytes[8192];
+
 uint32_t trial(simd_level l) {
-  constexpr size_t kPiece = 512, kPieces = 16;
-  alignas(64) unsigned char buf[kPiece * kPieces];
-  std::memset(buf, 0x5a, sizeof buf);
+  constexpr size_t kPiece = 512, kPieces = sizeof trial_bytes / kPiece;
   crc32c_state st;
   st.tail_len = 0;
   st.tail_crc = ~0u;
   st.level = state_level(l);
   st.folded = false;
   const uint64_t t0 = simd_trial_clock_ns();
-  for (size_t k = 0; k < kPieces; k++) crc32c_update(&st, buf + k * kPiece, kPiece);
+  for (size_t k = 0; k < kPieces; k++)
+    crc32c_update(&st, trial_bytes + k * kPiece, kPiece);
   uint32_t crc = crc32c_final(&st);
   const uint64_t t1 = simd_trial_clock_ns();
   asm volatile("" ::"r"(crc));
