@@ -14,16 +14,16 @@
 
 namespace {
 
-size_t frames_in_use() { return iov::page_alloc_read_stats().frames_in_use; }
+size_t frames_handed_out() { return iov::page_alloc_read_stats().frames_in_use; }
 
 TEST(UniquePages, FreesItsFramesOnceOnEveryPath) {
-  const size_t start = frames_in_use();
+  const size_t start = frames_handed_out();
   {
     iov::unique_pages a = iov::unique_pages::alloc(iov::GFP_KERNEL, 2);
     ASSERT_TRUE(a);
     EXPECT_EQ(a.size(), 4 * iov::PAGE_SIZE);
     EXPECT_EQ(a.bytes().data(), static_cast<std::byte*>(iov::page_address(a.get())));
-    EXPECT_EQ(frames_in_use(), start + 4);
+    EXPECT_EQ(frames_handed_out(), start + 4);
     std::memset(a.bytes().data(), 0x5a, a.size());  // all four frames are the caller's
 
     iov::unique_pages b = std::move(a);  // moves; a is empty and frees nothing
@@ -32,31 +32,31 @@ TEST(UniquePages, FreesItsFramesOnceOnEveryPath) {
     EXPECT_EQ(b.order(), 2u);
 
     iov::unique_pages c = iov::unique_pages::alloc(iov::GFP_KERNEL);
-    EXPECT_EQ(frames_in_use(), start + 5);
+    EXPECT_EQ(frames_handed_out(), start + 5);
     c = std::move(b);  // c's own frame is freed first
-    EXPECT_EQ(frames_in_use(), start + 4);
+    EXPECT_EQ(frames_handed_out(), start + 4);
 
     iov::page* p = c.release();  // the caller's now
     EXPECT_FALSE(c);
     iov::free_pages(p, 2);
-    EXPECT_EQ(frames_in_use(), start);
+    EXPECT_EQ(frames_handed_out(), start);
 
     std::vector<iov::unique_pages> many;
     for (unsigned order = 0; order < 4; order++)
       many.push_back(iov::unique_pages::alloc(iov::GFP_KERNEL, order));
-    EXPECT_EQ(frames_in_use(), start + 1 + 2 + 4 + 8);
+    EXPECT_EQ(frames_handed_out(), start + 1 + 2 + 4 + 8);
   }
-  EXPECT_EQ(frames_in_use(), start);
+  EXPECT_EQ(frames_handed_out(), start);
 }
 
 TEST(FolioRef, GetsAndPutsLikeTheKernelCalls) {
-  const size_t start = frames_in_use();
+  const size_t start = frames_handed_out();
   {
     iov::folio_ref f = iov::folio_ref::alloc(iov::GFP_KERNEL, 1);
     ASSERT_TRUE(f);
     EXPECT_EQ(iov::folio_ref_count(f.get()), 1);
     EXPECT_EQ(f.size(), 2 * iov::PAGE_SIZE);
-    EXPECT_EQ(frames_in_use(), start + 2);
+    EXPECT_EQ(frames_handed_out(), start + 2);
     {
       iov::folio_ref lent = f;  // folio_get()
       EXPECT_EQ(iov::folio_ref_count(f.get()), 2);
@@ -81,10 +81,10 @@ TEST(FolioRef, GetsAndPutsLikeTheKernelCalls) {
     EXPECT_EQ(iov::folio_ref_count(f.get()), 2);
     back.reset();
     EXPECT_EQ(iov::folio_ref_count(f.get()), 1);
-    EXPECT_EQ(frames_in_use(), start + 2);
+    EXPECT_EQ(frames_handed_out(), start + 2);
   }
   // The last put freed it.
-  EXPECT_EQ(frames_in_use(), start);
+  EXPECT_EQ(frames_handed_out(), start);
 }
 
 TEST(FolioRef, EmptyOwnersDoNothing) {

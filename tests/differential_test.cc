@@ -30,6 +30,7 @@ namespace {
 
 using iov_test::Kind;
 using iov_test::Layout;
+using iov_test::model_pages;
 using bytes = std::vector<unsigned char>;
 
 enum class Op { copy_to, copy_from, zero, copy_to_full, copy_from_full, advance, revert, truncate, reexpand, save, restore,
@@ -142,15 +143,6 @@ void copy_out(Sim& s, size_t n, Inline&& op, Twin&& twin) {
   EXPECT_EQ(d2, expect);
   EXPECT_EQ(iov_test::state_of(tw), iov_test::state_of(s.it));
   s.pos += want, s.count -= want;
-}
-
-// The pages under flat bytes [pos, pos + len) in the model: the page of the
-// first byte, then that of every later byte that starts a page.
-std::vector<iov::page*> model_pages(const Layout& l, size_t pos, size_t len) {
-  std::vector<iov::page*> v;
-  for (size_t x = pos; x < pos + len; x++)
-    if (x == pos || iov::offset_in_page(l.addr(x)) == 0) v.push_back(iov::virt_to_page(l.addr(x)));
-  return v;
 }
 
 // The bytes from pos to the end of the model's segment that holds byte pos.

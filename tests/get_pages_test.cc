@@ -22,16 +22,7 @@ namespace {
 
 using iov::PAGE_SIZE;
 
-// What get_pages must return for `bytes` bytes from flat offset pos.
-std::vector<iov::page*> model_pages(const iov_test::Layout& l, size_t pos, size_t bytes) {
-  std::vector<iov::page*> v;
-  for (size_t x = pos; x < pos + bytes; x++) {
-    unsigned char* a = l.addr(x);
-    if (x == pos || iov::offset_in_page(a) == 0)
-      v.push_back(iov::virt_to_page(a));
-  }
-  return v;
-}
+using iov_test::model_pages;
 
 // The counts, one a compound page (its pages share their head's).
 std::map<iov::page*, int> ref_counts(const std::vector<iov::page*>& pages) {

@@ -23,10 +23,10 @@
 
 namespace {
 
-using Piece = std::pair<const std::byte*, size_t>;
+using ImportedPiece = std::pair<const std::byte*, size_t>;
 
-std::vector<Piece> pieces_of(const iov::iov_iter& it) {
-  std::vector<Piece> v;
+std::vector<ImportedPiece> pieces_of(const iov::iov_iter& it) {
+  std::vector<ImportedPiece> v;
   for (std::span<std::byte> p : iov::pieces(it))
     v.emplace_back(p.data(), p.size());
   return v;

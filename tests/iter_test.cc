@@ -136,9 +136,9 @@ TEST(TypedIter, WalksLikeTheGenericIter) {
 // The queue types: the typed walk hands its step the pieces the model says a
 // walk of those bytes has (page-split, across queue segments), moves the
 // iterator as the generic walk does, and stops where a short step stops it.
-using Piece = std::pair<std::byte*, size_t>;
-std::vector<Piece> model_pieces(const iov_test::Layout& l, size_t pos, size_t len) {
-  std::vector<Piece> v;
+using FlatPiece = std::pair<std::byte*, size_t>;
+std::vector<FlatPiece> model_pieces(const iov_test::Layout& l, size_t pos, size_t len) {
+  std::vector<FlatPiece> v;
   for (const iov_test::Chunk& c : l.pieces(pos, len))
     v.emplace_back(reinterpret_cast<std::byte*>(c.base), c.len);
   return v;
@@ -150,8 +150,8 @@ void expect_typed_queue_walk(const iov_test::Layout& l, Typed typed) {
   iov::iter generic(l.iter(iov::ITER_SOURCE));
   EXPECT_EQ(typed.type(), generic.type());
   EXPECT_EQ(typed.count(), l.total());
-  std::vector<Piece> a, b;
-  auto record = [](std::vector<Piece>& out) {
+  std::vector<FlatPiece> a, b;
+  auto record = [](std::vector<FlatPiece>& out) {
     return [&out](std::span<std::byte> piece, size_t) -> size_t {
       if (!piece.empty())
         out.emplace_back(piece.data(), piece.size());

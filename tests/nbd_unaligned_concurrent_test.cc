@@ -1,5 +1,5 @@
 // Tests of iov-nbd's read-modify-write of partial blocks (block_locks.hpp,
-// transmission.cc) with several connections at once, run in this process
+// block_writer.hpp) with several connections at once, run in this process
 // so that ThreadSanitizer sees the server's threads: clients that
 // negotiated no block size write interleaved single bytes of the same block
 // from four connections on four event loops; a lost update would leave a

@@ -1,14 +1,14 @@
-// Tests of iov-nbd's minimum block size 1 (src/tools/nbd/transmission.cc):
-// a client that negotiated no block size (NBD_OPT_EXPORT_NAME, or GO
-// without NBD_INFO_BLOCK_SIZE) may use any offset and length, as the
-// protocol's "Size constraints" say a server SHOULD allow. READ, WRITE,
-// WRITE_ZEROES and TRIM at byte offsets and lengths, below, across and far
-// beyond one logical block (inline payloads and large ones), checked byte
-// for byte against a flat model of the disk, on every memory-backed driver
-// configuration (512- and 4096-byte blocks), with simple and structured
-// replies. A client that did ask for the block sizes keeps the minimum it
-// was told (nbd_protocol_test.cc). Writers racing on one block:
-// nbd_unaligned_concurrent_test.cc.
+// Tests of iov-nbd's minimum block size 1 (src/tools/nbd/transmission.cc,
+// block_writer.hpp): a client that negotiated no block size
+// (NBD_OPT_EXPORT_NAME, or GO without NBD_INFO_BLOCK_SIZE) may use any
+// offset and length, as the protocol's "Size constraints" say a server
+// SHOULD allow. READ, WRITE, WRITE_ZEROES and TRIM at byte offsets and
+// lengths, below, across and far beyond one logical block (inline payloads
+// and large ones), checked byte for byte against a flat model of the disk,
+// on every memory-backed driver configuration (512- and 4096-byte blocks),
+// with simple and structured replies. A client that did ask for the block
+// sizes keeps the minimum it was told (nbd_protocol_test.cc). Writers racing
+// on one block: nbd_unaligned_concurrent_test.cc.
 //
 //   build/release/tests/nbd_unaligned_test --gtest_filter='*null_blk_4k*'
 #include <gtest/gtest.h>

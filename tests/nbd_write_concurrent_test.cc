@@ -1,8 +1,9 @@
 // Tests of iov-nbd's WRITE path (src/tools/nbd/transmission.cc,
-// page_payload.hpp) with several connections at once, run in this process so
-// that ThreadSanitizer sees the server's threads: WRITEs of whole pages from
-// several connections on several event loops, racing each other and a
-// reader, are seen page by page whole, old or new, never mixed.
+// write_payload.hpp, page_payload.hpp) with several connections at once, run
+// in this process so that ThreadSanitizer sees the server's threads: WRITEs
+// of whole pages from several connections on several event loops, racing
+// each other and a reader, are seen page by page whole, old or new, never
+// mixed.
 //
 //   ctest --preset tsan -R NbdWriteConcurrent
 //   IOV_TEST_EXHAUSTIVE=1 ctest --preset tsan -R NbdWriteConcurrent   # 3000 writes each, as in release

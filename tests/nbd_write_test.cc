@@ -1,7 +1,8 @@
 // Tests of iov-nbd's WRITE path (src/tools/nbd/transmission.cc,
-// page_payload.hpp): a WRITE cut at any byte of its payload (the client gone)
-// leaves the disk as it was, for a payload held in the input buffer and for
-// one received straight into pages (brd), or into a mapping (null_blk).
+// write_payload.hpp, page_payload.hpp): a WRITE cut at any byte of its
+// payload (the client gone) leaves the disk as it was, for a payload held in
+// the input buffer and for one received straight into pages (brd), or into
+// a mapping (null_blk).
 //
 //   ctest -R NbdWriteCut
 //   IOV_TEST_EXHAUSTIVE=1 ctest -R NbdWriteCut   # every byte, for every driver

@@ -18,13 +18,14 @@
 
 #include "iov/iov.hpp"
 #include "kit/resident.hpp"
+#include "support/model.hpp"
 #include "support/sanitizer.hpp"
 
 namespace {
 
 using iov::PAGE_SIZE;
 
-uintptr_t addr_of(const void* p) { return reinterpret_cast<uintptr_t>(p); }
+using iov_test::addr_of;
 
 using iov_test::resident_bytes;
 

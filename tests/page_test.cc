@@ -20,7 +20,7 @@ namespace {
 
 using iov::PAGE_SIZE;
 
-uintptr_t addr_of(const void* p) { return reinterpret_cast<uintptr_t>(p); }
+using iov_test::addr_of;
 
 TEST(PageConstants, MatchTheKernel) {
   EXPECT_EQ(iov::PAGE_SHIFT, 12u);

@@ -29,13 +29,13 @@ using iov::PAGE_SIZE;
 using bytes = std::vector<unsigned char>;
 
 // Pages mapped for a test, with the protection of some changed, unmapped on exit.
-class Mapping {
+class ProtectableMapping {
  public:
-  explicit Mapping(size_t npages) : len_(npages * PAGE_SIZE) {
+  explicit ProtectableMapping(size_t npages) : len_(npages * PAGE_SIZE) {
     p_ = static_cast<char*>(::mmap(nullptr, len_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
     EXPECT_NE(p_, MAP_FAILED);
   }
-  ~Mapping() { ::munmap(p_, len_); }
+  ~ProtectableMapping() { ::munmap(p_, len_); }
   char* page(size_t n) const { return p_ + n * PAGE_SIZE; }
   void protect(size_t n, int prot) const { EXPECT_EQ(::mprotect(page(n), PAGE_SIZE, prot), 0); }
 
@@ -377,7 +377,7 @@ TEST(GetPagesAlloc2, AllocatesTheArray) {
 }
 
 TEST(FaultIn, CountsTheBytesFromTheFirstInaccessiblePage) {
-  Mapping m(4);
+  ProtectableMapping m(4);
   m.protect(2, PROT_NONE);
   char* a = m.page(0) + 100;
   iov::iov_iter it;
@@ -405,7 +405,7 @@ TEST(FaultIn, CountsTheBytesFromTheFirstInaccessiblePage) {
 }
 
 TEST(CopyPageToIterNofault, StopsAtAnUnwritablePiece) {
-  Mapping m(3);
+  ProtectableMapping m(3);
   m.protect(1, PROT_READ);
   iov_test::PageRun src(1);
   auto data = iov_test::random_bytes(7, 2 * PAGE_SIZE);

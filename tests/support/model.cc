@@ -389,4 +389,11 @@ std::vector<uint64_t> test_seeds(std::vector<uint64_t> fixed) {
   return fixed;
 }
 
+std::vector<iov::page*> model_pages(const Layout& l, size_t pos, size_t len) {
+  std::vector<iov::page*> v;
+  for (size_t x = pos; x < pos + len; x++)
+    if (x == pos || iov::offset_in_page(l.addr(x)) == 0) v.push_back(iov::virt_to_page(l.addr(x)));
+  return v;
+}
+
 }  // namespace iov_test

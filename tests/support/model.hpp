@@ -210,4 +210,12 @@ void expect_at(const Layout& l, const iov::iov_iter& it, size_t pos, size_t coun
 // Seeds for randomized tests: the fixed list, or only IOV_TEST_SEED when set.
 std::vector<uint64_t> test_seeds(std::vector<uint64_t> fixed);
 
+// The pages under the model's flat bytes [pos, pos + len): the page of the
+// first byte, then that of every later byte that starts a page (what
+// iov_iter_get_pages2() and iov_iter_extract_pages() must return).
+std::vector<iov::page*> model_pages(const Layout& l, size_t pos, size_t len);
+
+// An address as an integer, for arithmetic on where pages lie.
+inline uintptr_t addr_of(const void* p) { return reinterpret_cast<uintptr_t>(p); }
+
 }  // namespace iov_test

@@ -1,36 +1,52 @@
-// handshake.cc: the fixed newstyle negotiation (see connection.hpp): the
-// client's flags, then its options one at a time, each answered before the
-// next is taken. Every option either gets a reply, ends the negotiation
-// (GO, EXPORT_NAME, ABORT) or, malformed beyond repair, ends the connection.
+// handshake.cc: the fixed newstyle negotiation (see handshake.hpp). Every
+// option either gets a reply, ends the negotiation (GO, EXPORT_NAME, ABORT)
+// or, malformed beyond repair, ends the connection.
+#include "nbd/handshake.hpp"
+
 #include <algorithm>
 #include <cstring>
 #include <string>
 
-#include "nbd/connection.hpp"
+#include "nbd/protocol.hpp"
 
 namespace iov::nbd {
 
-connection::step connection::on_client_flags() {
-  const uint32_t flags = get32(input());
-  consume(4);
+handshake::handshake(const context& ctx, output_queue& out) : ctx_(ctx), out_(out) {
+  unsigned char hello[kGreetingSize];
+  encode_greeting(hello, NBD_FLAG_FIXED_NEWSTYLE | NBD_FLAG_NO_ZEROES);
+  out_.queue_bytes(hello, sizeof hello);
+}
+
+step handshake::take(input_buffer& in) {
+  if (state_ == state::client_flags)
+    return in.available() < 4 ? in.need(4) : on_client_flags(in);
+  if (in.available() < kOptionHeaderSize)
+    return in.need(kOptionHeaderSize);
+  option_header h;
+  if (!decode_option_header(in.data(), &h) || h.length > kMaxOptionLength)
+    return step::fail;  // a bad magic; or data no option needs, which may never come
+  if (in.available() < kOptionHeaderSize + h.length)
+    return in.need(kOptionHeaderSize + h.length);
+  in.consume(kOptionHeaderSize);
+  const unsigned char* data = in.data();
+  in.consume(h.length);
+  return handle_option(h.option, data, h.length, in);
+}
+
+step handshake::on_client_flags(input_buffer& in) {
+  const uint32_t flags = get32(in.data());
+  in.consume(4);
   // Unknown client flags, or a client that cannot read option replies: drop it.
   if (flags & ~(NBD_FLAG_C_FIXED_NEWSTYLE | NBD_FLAG_C_NO_ZEROES) || !(flags & NBD_FLAG_C_FIXED_NEWSTYLE))
     return step::fail;
-  no_zeroes_ = flags & NBD_FLAG_C_NO_ZEROES;
-  phase_ = phase::options;
+  neg_.no_zeroes = flags & NBD_FLAG_C_NO_ZEROES;
+  state_ = state::options;
   return step::done;
 }
 
-connection::step connection::on_option(uint32_t option, const unsigned char* data, uint32_t len) {
-  phase_ = handle_option(option, data, len);
-  if (phase_ == phase::requests)
-    progress();  // transmission begins: the idle and request timeouts count from here
-  return step::done;
-}
-
-uint16_t connection::transmission_flags() const {
+uint16_t handshake::transmission_flags() const {
   uint16_t f = NBD_FLAG_HAS_FLAGS | NBD_FLAG_SEND_FLUSH | NBD_FLAG_SEND_FUA | NBD_FLAG_CAN_MULTI_CONN;
-  if (structured_)
+  if (neg_.structured)
     f |= NBD_FLAG_SEND_DF;  // DF means something only to structured replies
   if (ctx_.exp.read_only)
     return f | NBD_FLAG_READ_ONLY;
@@ -40,40 +56,41 @@ uint16_t connection::transmission_flags() const {
   return f;
 }
 
-void connection::reply_option(uint32_t option, uint32_t type, const void* data, uint32_t len) {
+void handshake::reply_option(uint32_t option, uint32_t type, const void* data, uint32_t len) {
   unsigned char head[kOptionReplySize];
   encode_option_reply(head, {.option = option, .type = type, .length = len});
-  queue_bytes(head, sizeof head);
-  queue_bytes(data, len);
+  out_.queue_bytes(head, sizeof head);
+  out_.queue_bytes(data, len);
 }
 
-connection::phase connection::handle_option(uint32_t option, const unsigned char* data, uint32_t len) {
+step handshake::handle_option(uint32_t option, const unsigned char* data, uint32_t len, const input_buffer& in) {
   if (ctx_.tls == tls_mode::require && !tls_ && option != NBD_OPT_STARTTLS && option != NBD_OPT_ABORT) {
     if (option == NBD_OPT_EXPORT_NAME)
-      return phase::closing;  // it has no error reply
+      return step::close;  // it has no error reply
     reply_option(option, NBD_REP_ERR_TLS_REQD);
-    return phase::options;
+    return step::done;
   }
   switch (option) {
     case NBD_OPT_EXPORT_NAME: {  // any name: the one export
-      if (extended_)
-        return phase::closing;  // forbidden after extended headers, and it has no error reply
+      if (neg_.extended)
+        return step::close;  // forbidden after extended headers, and it has no error reply
       unsigned char reply[kExportNameReplySize];
       encode_export_name_reply(reply, ctx_.dev.get_capacity() << SECTOR_SHIFT, transmission_flags());
-      queue_bytes(reply, sizeof reply);
-      if (!no_zeroes_) {
+      out_.queue_bytes(reply, sizeof reply);
+      if (!neg_.no_zeroes) {
         static const unsigned char zeroes[kExportNameZeroes] = {};
-        queue_bytes(zeroes, sizeof zeroes);
+        out_.queue_bytes(zeroes, sizeof zeroes);
       }
-      any_offset_ = true;  // it was told no block size
-      return phase::requests;
+      neg_.any_offset = true;  // it was told no block size
+      state_ = state::transmission;
+      return step::done;
     }
     case NBD_OPT_ABORT:
       reply_option(option, NBD_REP_ACK);
-      return phase::closing;
+      return step::close;
     case NBD_OPT_LIST: {
       if (len)
-        return reply_option(option, NBD_REP_ERR_INVALID), phase::options;
+        return reply_option(option, NBD_REP_ERR_INVALID), step::done;
       const std::string& name = ctx_.exp.name;  // then its description, as the reply's details
       std::string entry(4 + name.size(), '\0');
       put32(reinterpret_cast<unsigned char*>(entry.data()), static_cast<uint32_t>(name.size()));
@@ -81,54 +98,54 @@ connection::phase connection::handle_option(uint32_t option, const unsigned char
       entry += ctx_.exp.description;
       reply_option(option, NBD_REP_SERVER, entry.data(), static_cast<uint32_t>(entry.size()));
       reply_option(option, NBD_REP_ACK);
-      return phase::options;
+      return step::done;
     }
     case NBD_OPT_INFO:
     case NBD_OPT_GO:
       return handle_info_or_go(option, data, len);
     case NBD_OPT_STRUCTURED_REPLY:
       if (len)
-        return reply_option(option, NBD_REP_ERR_INVALID), phase::options;
-      if (extended_)  // extended headers take precedence
-        return reply_option(option, NBD_REP_ERR_EXT_HEADER_REQD), phase::options;
-      structured_ = true;
+        return reply_option(option, NBD_REP_ERR_INVALID), step::done;
+      if (neg_.extended)  // extended headers take precedence
+        return reply_option(option, NBD_REP_ERR_EXT_HEADER_REQD), step::done;
+      neg_.structured = true;
       reply_option(option, NBD_REP_ACK);
-      return phase::options;
+      return step::done;
     case NBD_OPT_EXTENDED_HEADERS:
       if (len)
-        return reply_option(option, NBD_REP_ERR_INVALID), phase::options;
-      structured_ = extended_ = true;  // every reply a chunk, with the 32-byte header
+        return reply_option(option, NBD_REP_ERR_INVALID), step::done;
+      neg_.structured = neg_.extended = true;  // every reply a chunk, with the 32-byte header
       reply_option(option, NBD_REP_ACK);
-      return phase::options;
+      return step::done;
     case NBD_OPT_LIST_META_CONTEXT:
     case NBD_OPT_SET_META_CONTEXT:
       return handle_meta_context(option, data, len);
     case NBD_OPT_STARTTLS:
-      return handle_starttls(option, len);
+      return handle_starttls(option, len, in);
     default:
       reply_option(option, NBD_REP_ERR_UNSUP);
-      return phase::options;
+      return step::done;
   }
 }
 
 // STARTTLS: the ACK goes out in plain text, then the TLS handshake
-// (connection.cc, drive_tls_handshake). What was negotiated before is
-// forgotten, as the protocol requires. A client that sent anything after
-// STARTTLS before our ACK is dropped: those bytes would be plaintext
-// injected into the session.
-connection::phase connection::handle_starttls(uint32_t option, uint32_t len) {
+// (connection.cc). What was negotiated before is forgotten, as the protocol
+// requires. A client that sent anything after STARTTLS before our ACK is
+// dropped: those bytes would be plaintext injected into the session.
+step handshake::handle_starttls(uint32_t option, uint32_t len, const input_buffer& in) {
   if (ctx_.tls == tls_mode::off)
-    return reply_option(option, NBD_REP_ERR_POLICY), phase::options;
+    return reply_option(option, NBD_REP_ERR_POLICY), step::done;
   if (len || tls_)
-    return reply_option(option, NBD_REP_ERR_INVALID), phase::options;
-  if (available())
-    return phase::closing;
+    return reply_option(option, NBD_REP_ERR_INVALID), step::done;
+  if (in.available())
+    return step::close;
   reply_option(option, NBD_REP_ACK);
-  structured_ = extended_ = meta_allocation_ = false;
-  return phase::tls_handshake;
+  neg_.structured = neg_.extended = neg_.meta_allocation = false;
+  state_ = state::starttls;
+  return step::done;
 }
 
-void connection::reply_export_info(uint32_t option) {
+void handshake::reply_export_info(uint32_t option) {
   unsigned char info[12];
   put16(info, NBD_INFO_EXPORT);
   put64(info + 2, ctx_.dev.get_capacity() << SECTOR_SHIFT);
@@ -136,8 +153,8 @@ void connection::reply_export_info(uint32_t option) {
   reply_option(option, NBD_REP_INFO, info, sizeof info);
 }
 
-connection::phase connection::handle_info_or_go(uint32_t option, const unsigned char* data, uint32_t len) {
-  auto invalid = [&] { return reply_option(option, NBD_REP_ERR_INVALID), phase::options; };
+step handshake::handle_info_or_go(uint32_t option, const unsigned char* data, uint32_t len) {
+  auto invalid = [&] { return reply_option(option, NBD_REP_ERR_INVALID), step::done; };
   if (len < 6)
     return invalid();
   const uint32_t namelen = get32(data);
@@ -179,14 +196,15 @@ connection::phase connection::handle_info_or_go(uint32_t option, const unsigned 
   reply_option(option, NBD_REP_INFO, bs, sizeof bs);
   reply_option(option, NBD_REP_ACK);
   if (option != NBD_OPT_GO)
-    return phase::options;
-  any_offset_ = !want_block_size;
-  return phase::requests;
+    return step::done;
+  neg_.any_offset = !want_block_size;
+  state_ = state::transmission;
+  return step::done;
 }
 
-connection::phase connection::handle_meta_context(uint32_t option, const unsigned char* data, uint32_t len) {
-  auto invalid = [&] { return reply_option(option, NBD_REP_ERR_INVALID), phase::options; };
-  if (!structured_)  // contexts are reported through structured replies only
+step handshake::handle_meta_context(uint32_t option, const unsigned char* data, uint32_t len) {
+  auto invalid = [&] { return reply_option(option, NBD_REP_ERR_INVALID), step::done; };
+  if (!neg_.structured)  // contexts are reported through structured replies only
     return invalid();
   size_t pos = 0;
   auto take32 = [&](uint32_t* v) {
@@ -215,7 +233,7 @@ connection::phase connection::handle_meta_context(uint32_t option, const unsigne
   if (pos != len)
     return invalid();
   if (option == NBD_OPT_SET_META_CONTEXT)
-    meta_allocation_ = match;
+    neg_.meta_allocation = match;
   if (match) {
     unsigned char reply[4 + sizeof kAllocation - 1];
     put32(reply, option == NBD_OPT_SET_META_CONTEXT ? kMetaContextAllocation : 0);
@@ -223,7 +241,7 @@ connection::phase connection::handle_meta_context(uint32_t option, const unsigne
     reply_option(option, NBD_REP_META_CONTEXT, reply, sizeof reply);
   }
   reply_option(option, NBD_REP_ACK);
-  return phase::options;
+  return step::done;
 }
 
 }  // namespace iov::nbd

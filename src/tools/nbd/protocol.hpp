@@ -14,6 +14,7 @@
 
 #include <endian.h>
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -69,6 +70,18 @@ inline constexpr uint32_t NBD_STATE_HOLE = 1u << 0, NBD_STATE_ZERO = 1u << 1;
 // Errors on the wire (the protocol's own numbering, which is Linux's).
 inline constexpr uint32_t NBD_EPERM = 1, NBD_EIO = 5, NBD_ENOMEM = 12, NBD_EINVAL = 22, NBD_ENOSPC = 28,
                           NBD_EOVERFLOW = 75, NBD_ENOTSUP = 95, NBD_ESHUTDOWN = 108;
+// The protocol's error for a driver's -errno (others are NBD_EIO).
+inline uint32_t nbd_errno(int err) {
+  switch (-err) {
+    case EPERM: return NBD_EPERM;
+    case ENOMEM: return NBD_ENOMEM;
+    case EINVAL: return NBD_EINVAL;
+    case ENOSPC: return NBD_ENOSPC;
+    case EOVERFLOW: return NBD_EOVERFLOW;
+    case EOPNOTSUPP: return NBD_ENOTSUP;
+    default: return NBD_EIO;
+  }
+}
 
 // What this server accepts of option payloads; the id of base:allocation.
 inline constexpr uint32_t kMaxOptionLength = 64 * 1024;

@@ -22,7 +22,7 @@
 #include "nbd/block_locks.hpp"
 #include "nbd/budget.hpp"
 #include "nbd/config.hpp"
-#include "nbd/connection.hpp"
+#include "nbd/context.hpp"
 #include "nbd/listener.hpp"
 #include "nbd/tls.hpp"
 

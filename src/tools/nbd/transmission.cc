@@ -1,210 +1,121 @@
-// transmission.cc: requests and their replies (see connection.hpp). Every
-// request is checked before it reaches the device; a refused one gets the
-// protocol's error, a WRITE's payload consumed first whatever becomes of it.
-// Replies are queued and go out with the next flush; a READ queues its
-// header and the range of the device, whose bytes are taken when sent.
-#include <sys/mman.h>
+// transmission.cc: requests and their replies (see transmission.hpp).
+#include "nbd/transmission.hpp"
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
-#include <new>
 #include <vector>
 
 #include "iov/iov.hpp"
-#include "nbd/connection.hpp"
 #include "nbd/log.hpp"
 
 namespace iov::nbd {
 
 namespace {
+constexpr size_t kMaxDescriptors = 2048;              // per BLOCK_STATUS reply (the client asks again for the rest)
+constexpr uint64_t kMapSlice = 1 << 20;               // bytes of the map asked of the device at a time
+constexpr uint64_t kMaxMapBytes = uint64_t{1} << 32;  // of the device mapped per BLOCK_STATUS reply
+}  // namespace
 
-uint32_t nbd_errno(int err) {
-  switch (-err) {
-    case EPERM: return NBD_EPERM;
-    case ENOMEM: return NBD_ENOMEM;
-    case EINVAL: return NBD_EINVAL;
-    case ENOSPC: return NBD_ENOSPC;
-    case EOVERFLOW: return NBD_EOVERFLOW;
-    case EOPNOTSUPP: return NBD_ENOTSUP;
-    default: return NBD_EIO;
+static_assert(2 * transmission::kMaxReadRuns + 1 <= output_queue::kReplySegments,
+              "the output queue keeps room for a READ reply of kMaxReadRuns chunks");
+
+transmission::transmission(const context& ctx, const negotiated& neg, transport& t, input_buffer& in, output_queue& out,
+                           payload_budget::listener* loop)
+    : ctx_(ctx), neg_(neg), t_(t), in_(in), out_(out), writer_(ctx.dev, ctx.locks), large_(ctx, writer_, loop) {}
+
+step transmission::take() {
+  if (in_payload_) {
+    const step s = large_.resume(in_);
+    if (s == step::done)
+      finish_payload();
+    return s;
   }
+  if (in_.available() < request_size())
+    return in_.need(request_size());
+  request rq;
+  if (!(neg_.extended ? decode_extended_request(in_.data(), &rq) : decode_request(in_.data(), &rq)))
+    return step::fail;
+  return on_request(rq);
 }
 
-constexpr size_t kMaxDescriptors = 2048;     // per BLOCK_STATUS reply (the client asks again for the rest)
-constexpr uint64_t kMapSlice = 1 << 20;      // bytes of the map asked of the device at a time
-constexpr uint64_t kMaxMapBytes = uint64_t{1} << 32;  // of the device mapped per BLOCK_STATUS reply
-
-}  // namespace
+io transmission::fill() {
+  const bool empty = in_.available() == 0;
+  if (in_payload_ && empty && large_.receives_directly())
+    return large_.receive(t_);
+  const io r = in_.fill(t_);
+  if (r == io::done && empty && !in_payload_ && out_.empty())
+    t_.progress();  // the first bytes of a request after a pause: its timeout counts from here
+  return r;
+}
 
 // Does a payload follow the header? A WRITE's always; with extended headers,
 // whatever request says so (a WRITE that does not is refused, and sends none).
-bool connection::carries_payload(const request& rq) const {
-  return extended_ ? (rq.flags & NBD_CMD_FLAG_PAYLOAD_LEN) != 0 : rq.type == NBD_CMD_WRITE;
+bool transmission::carries_payload(const request& rq) const {
+  return neg_.extended ? (rq.flags & NBD_CMD_FLAG_PAYLOAD_LEN) != 0 : rq.type == NBD_CMD_WRITE;
 }
 
-connection::step connection::on_request(const request& rq) {
+step transmission::on_request(const request& rq) {
   const size_t header = request_size();
   const bool payload_follows = carries_payload(rq);
   if (payload_follows) {
     if (rq.length > ctx_.max_payload)
       return step::fail;  // not a client that read our block sizes; and the payload may never come
     if (rq.length > kInlinePayload) {
-      consume(header);
-      return start_payload(rq);
+      in_.consume(header);
+      const char* message = nullptr;
+      const uint32_t error = refusal(rq, &message);
+      in_payload_ = true;
+      const step s = large_.start(rq, error, message, in_);
+      if (s == step::done)
+        finish_payload();
+      return s;
     }
-    if (available() < header + rq.length)
-      return need(header + rq.length);
+    if (in_.available() < header + rq.length)
+      return in_.need(header + rq.length);
   }
-  consume(header);
-  if (rq.type == NBD_CMD_DISC) {
-    phase_ = phase::closing;  // after the replies already queued
-    return step::done;
-  }
-  const void* payload = input();
+  in_.consume(header);
+  if (rq.type == NBD_CMD_DISC)
+    return step::close;  // after the replies already queued
+  const void* payload = in_.data();
   if (payload_follows)
-    consume(rq.length);
+    in_.consume(rq.length);
   handle_request(rq, payload);
-  progress();
+  t_.progress();
   return step::done;
 }
 
-// A WRITE above kInlinePayload. Its payload is read before anything else,
-// a piece (ctx_.piece) at a time: into memory the shared budget has
-// reserved for that piece (parked, reading nothing, until then), or drained
-// if the request is refused anyway. Each piece is written once complete, so
-// no connection holds more than a piece, however large its WRITE; a WRITE
-// of one piece reaches the device whole or not at all.
-connection::step connection::start_payload(const request& rq) {
-  pending_ = rq;
-  payload_received_ = 0;
-  piece_start_ = piece_length_ = 0;
-  payload_error_ = refusal(rq, &payload_message_);
-  phase_ = phase::payload;
-  return next_piece();
-}
-
-// The next piece: up to the next multiple of ctx_.piece on the device (a
-// whole number of blocks and pages), so that only the payload's own ends
-// can be partial blocks.
-connection::step connection::next_piece() {
-  piece_start_ = payload_received_;
-  const uint64_t at = pending_.offset + piece_start_, end = pending_.offset + pending_.length;
-  piece_length_ = std::min(end, (at / ctx_.piece + 1) * ctx_.piece) - at;
-  if (!payload_error_) {
-    switch (ctx_.budget.acquire(&waiter_, piece_length_)) {
-      case payload_budget::granted:
-        break;
-      case payload_budget::queued:
-        parked_ = true;
-        return step::park;
-      case payload_budget::too_big:
-        payload_error_ = NBD_ENOMEM;
-        payload_message_ = "the payload is larger than the server's payload memory";
-        break;
-    }
-  }
-  return continue_payload();
-}
-
-connection::step connection::continue_payload() {
-  if (parked_) {
-    if (!waiter_.granted())
-      return step::park;
-    parked_ = false;
-  }
-  const uint64_t at = pending_.offset + piece_start_;
-  if (!payload_error_ && !payload_ && !pages_.active() && ctx_.replaces && block_aligned(pending_) &&
-      !pages_.prepare(at, piece_length_))
-    log_event(event::no_memory, "out of memory for the pages of a %llu-byte WRITE payload: received into a mapping",
-              static_cast<unsigned long long>(piece_length_));
-  if (!payload_error_ && !payload_ && !pages_.active()) {
-    // Mapped, not touched: pages come as the bytes arrive.
-    void* p = mmap(nullptr, piece_length_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                   -1, 0);
-    if (p == MAP_FAILED) {
-      log_event(event::no_memory, "out of memory for a %llu-byte WRITE payload: refused with ENOMEM",
-                static_cast<unsigned long long>(piece_length_));
-      ctx_.budget.release(&waiter_);
-      payload_error_ = NBD_ENOMEM;
-      payload_message_ = "out of memory for the payload";
-    } else {
-      payload_ = p;
-    }
-  }
-  const uint64_t take = std::min<uint64_t>(available(), piece_start_ + piece_length_ - payload_received_);
-  if (pages_.active())
-    pages_.fill(input(), take);
-  else if (payload_)
-    std::memcpy(static_cast<char*>(payload_) + (payload_received_ - piece_start_), input(), take);
-  consume(take);
-  payload_received_ += take;
-  if (payload_received_ < piece_start_ + piece_length_)
-    return step::need_input;
-  finish_piece();
-  if (payload_received_ < pending_.length)
-    return next_piece();
-  finish_payload();
-  return step::done;
-}
-
-// A piece received: written (unless the WRITE already failed), its memory
-// and its reservation given back.
-void connection::finish_piece() {
-  const uint64_t at = pending_.offset + piece_start_;
-  const unsigned flags = pending_.flags & NBD_CMD_FLAG_FUA ? REQ_FUA : 0u;
-  const char* why = nullptr;
-  int err = 0;
-  if (!payload_error_ && pages_.active()) {
-    err = commit_pages(at, piece_length_, flags, &why);
-  } else if (!payload_error_) {
-    const uint64_t lbs = ctx_.dev.limits().logical_block_size;
-    block_locks::guard g(ctx_.locks, at / lbs, (at + piece_length_ + lbs - 1) / lbs);
-    err = write_range(at, piece_length_, static_cast<const unsigned char*>(payload_), flags, &why);
-  }
-  if (err) {
-    payload_error_ = nbd_errno(err);
-    payload_message_ = why ? why : "write failed";
-  }
-  pages_.reset();
-  if (payload_)
-    munmap(payload_, piece_length_);
-  payload_ = nullptr;
-  ctx_.budget.release(&waiter_);
-}
-
-void connection::finish_payload() {
-  phase_ = phase::requests;
-  if (payload_error_)
-    reply_error(pending_, payload_error_, payload_message_);
+// A large WRITE's payload received and written, or drained.
+void transmission::finish_payload() {
+  in_payload_ = false;
+  if (large_.error())
+    reply_error(large_.rq(), large_.error(), large_.message());
   else
-    reply_ok(pending_);
-  payload_error_ = 0;
-  progress();
+    reply_ok(large_.rq());
+  t_.progress();
 }
 
 // Whole logical blocks, as every request of a client that negotiated block
-// sizes must be; another client's may be any bytes (any_offset_).
-bool connection::block_aligned(const request& rq) const {
+// sizes must be; another client's may be any bytes (neg_.any_offset).
+bool transmission::block_aligned(const request& rq) const {
   const uint64_t lbs = ctx_.dev.limits().logical_block_size;
   return rq.offset % lbs == 0 && rq.length % lbs == 0;
 }
 
 // The protocol's error for a request this server will not execute, with why
 // in words; 0 for one it will.
-uint32_t connection::refusal(const request& rq, const char** message) const {
+uint32_t transmission::refusal(const request& rq, const char** message) const {
   const uint64_t size = ctx_.dev.get_capacity() << SECTOR_SHIFT;
   const bool in_range = rq.offset <= size && rq.length <= size - rq.offset;
-  const bool aligned = any_offset_ || block_aligned(rq);
+  const bool aligned = neg_.any_offset || block_aligned(rq);
   auto refuse = [message](uint32_t error, const char* why) {
     *message = why;
     return error;
   };
   const uint16_t known = NBD_CMD_FLAG_FUA | NBD_CMD_FLAG_NO_HOLE | NBD_CMD_FLAG_DF | NBD_CMD_FLAG_REQ_ONE |
-                         NBD_CMD_FLAG_FAST_ZERO | (extended_ ? NBD_CMD_FLAG_PAYLOAD_LEN : 0);
+                         NBD_CMD_FLAG_FAST_ZERO | (neg_.extended ? NBD_CMD_FLAG_PAYLOAD_LEN : 0);
   if (rq.flags & ~known)
     return refuse(NBD_EINVAL, "unknown command flags");
-  if (extended_ && carries_payload(rq) != (rq.type == NBD_CMD_WRITE))
+  if (neg_.extended && carries_payload(rq) != (rq.type == NBD_CMD_WRITE))
     return refuse(NBD_EINVAL, rq.type == NBD_CMD_WRITE ? "a WRITE without NBD_CMD_FLAG_PAYLOAD_LEN"
                                                        : "a payload this command does not take");
   const bool writes = rq.type == NBD_CMD_WRITE || rq.type == NBD_CMD_TRIM || rq.type == NBD_CMD_WRITE_ZEROES;
@@ -238,7 +149,7 @@ uint32_t connection::refusal(const request& rq, const char** message) const {
         return refuse(NBD_EINVAL, "write zeroes not aligned to the minimum block size");
       return 0;
     case NBD_CMD_BLOCK_STATUS:
-      if (!structured_ || !meta_allocation_)
+      if (!neg_.structured || !neg_.meta_allocation)
         return refuse(NBD_EINVAL, "no metadata context was negotiated");
       if (!in_range || rq.length == 0)
         return refuse(NBD_EINVAL, "block status beyond the end of the export");
@@ -250,7 +161,7 @@ uint32_t connection::refusal(const request& rq, const char** message) const {
   }
 }
 
-void connection::handle_request(const request& rq, const void* payload) {
+void transmission::handle_request(const request& rq, const void* payload) {
   const char* message = nullptr;
   if (uint32_t error = refusal(rq, &message))
     return reply_error(rq, error, message);
@@ -289,7 +200,7 @@ void connection::handle_request(const request& rq, const void* payload) {
 // Submits br; on failure queues the error reply, with the driver's reason
 // (or `what`), and returns false. An optional operation the device lacks
 // (-EOPNOTSUPP) counts as done.
-bool connection::submit_or_reply(const request& rq, blk_request& br, const char* what, bool optional) {
+bool transmission::submit_or_reply(const request& rq, blk_request& br, const char* what, bool optional) {
   const int err = ctx_.dev.submit(br);
   if (err == 0 || (optional && err == -EOPNOTSUPP))
     return true;
@@ -300,179 +211,91 @@ bool connection::submit_or_reply(const request& rq, blk_request& br, const char*
 // One copy from the input buffer, into pages the device keeps whole where it
 // takes them (so that a concurrent READ never sees half of this WRITE in a
 // page), else into its own pages.
-void connection::handle_write(const request& rq, const void* payload) {
+void transmission::handle_write(const request& rq, const void* payload) {
   const unsigned flags = rq.flags & NBD_CMD_FLAG_FUA ? REQ_FUA : 0u;
   const char* why = nullptr;
   int err;
   if (ctx_.replaces && block_aligned(rq) && pages_.prepare(rq.offset, rq.length)) {
     pages_.fill(payload, rq.length);
-    err = commit_pages(rq.offset, rq.length, flags, &why);
+    err = writer_.commit(pages_, rq.offset, rq.length, flags, &why);
   } else {
-    const uint64_t lbs = ctx_.dev.limits().logical_block_size;
-    block_locks::guard g(ctx_.locks, rq.offset / lbs, (rq.offset + rq.length + lbs - 1) / lbs);
-    err = write_range(rq.offset, rq.length, static_cast<const unsigned char*>(payload), flags, &why);
+    err = writer_.write(rq.offset, rq.length, static_cast<const unsigned char*>(payload), flags, &why);
   }
   if (err)
     return reply_error(rq, nbd_errno(err), why ? why : "write failed");
   reply_ok(rq);
 }
 
-// The pages received (whole blocks at [offset, offset + length)) handed to
-// the device, under the blocks' locks. 0 or the device's -errno, with *why.
-int connection::commit_pages(uint64_t offset, uint64_t length, unsigned rq_flags, const char** why) {
-  const uint64_t lbs = ctx_.dev.limits().logical_block_size;
-  block_locks::guard g(ctx_.locks, offset / lbs, (offset + length) / lbs);
-  return pages_.commit(ctx_.dev, rq_flags, why);
-}
-
 // Native on both drivers: brd frees or clears pages, null_blk unstores or
 // stores zeros; NO_HOLE asks to keep the storage (REQ_NOUNMAP). So
 // FAST_ZERO is always honoured (the partial blocks of an unaligned range
 // are written, which is fast too).
-void connection::handle_write_zeroes(const request& rq) {
-  const uint64_t lbs = ctx_.dev.limits().logical_block_size;
+void transmission::handle_write_zeroes(const request& rq) {
   const char* why = nullptr;
-  int err;
-  {
-    block_locks::guard g(ctx_.locks, rq.offset / lbs, (rq.offset + rq.length + lbs - 1) / lbs);
-    err = write_range(rq.offset, rq.length, nullptr,
-                      (rq.flags & NBD_CMD_FLAG_NO_HOLE ? REQ_NOUNMAP : 0u) |
-                          (rq.flags & NBD_CMD_FLAG_FUA ? REQ_FUA : 0u),
-                      &why);
-  }
+  const int err = writer_.write(
+      rq.offset, rq.length, nullptr,
+      (rq.flags & NBD_CMD_FLAG_NO_HOLE ? REQ_NOUNMAP : 0u) | (rq.flags & NBD_CMD_FLAG_FUA ? REQ_FUA : 0u), &why);
   if (err)
     return reply_error(rq, nbd_errno(err), why ? why : "write zeroes failed");
   reply_ok(rq);
 }
 
-// Bytes [offset, offset + length) of the device from src, or zeros when src
-// is null: a partial block at either end by read-modify-write
-// (write_partial), the whole blocks between in one request. The caller holds
-// the blocks' stripes, so that no other write lands between a partial
-// block's read and its write. 0 or the device's -errno, with *why.
-int connection::write_range(uint64_t offset, uint64_t length, const unsigned char* src, unsigned rq_flags,
-                            const char** why) {
-  const uint64_t lbs = ctx_.dev.limits().logical_block_size, end = offset + length;
-  uint64_t at = offset;
-  auto take = [&](uint64_t n) {
-    at += n;
-    if (src)
-      src += n;
-  };
-  if (at % lbs && at < end) {
-    const uint64_t n = std::min(end, (at / lbs + 1) * lbs) - at;
-    if (int err = write_partial(at / lbs, at % lbs, n, src, rq_flags, why))
-      return err;
-    take(n);
-  }
-  if (const uint64_t whole = (end - at) / lbs * lbs) {
-    int err;
-    blk_request br{.op = src ? REQ_OP_WRITE : REQ_OP_WRITE_ZEROES, .flags = rq_flags, .sector = at >> SECTOR_SHIFT};
-    if (src) {
-      iov_iter it;
-      iov_iter_ubuf(&it, ITER_SOURCE, const_cast<unsigned char*>(src), whole);
-      br.iter = &it;
-      err = ctx_.dev.submit(br);
-    } else {
-      br.nr_sectors = whole >> SECTOR_SHIFT;
-      err = ctx_.dev.submit(br);
-    }
-    if (err) {
-      *why = br.error;
-      return err;
-    }
-    take(whole);
-  }
-  if (at < end)
-    return write_partial(at / lbs, 0, end - at, src, rq_flags, why);
-  return 0;
-}
-
-// Bytes [at, at + n) of logical block `block` from src (zeros when null):
-// the block read, changed and written back whole.
-int connection::write_partial(uint64_t block, size_t at, size_t n, const unsigned char* src, unsigned rq_flags,
-                              const char** why) {
-  const uint64_t lbs = ctx_.dev.limits().logical_block_size;
-  edge_.resize(lbs);
-  iov_iter it;
-  iov_iter_ubuf(&it, ITER_DEST, edge_.data(), lbs);
-  blk_request rd{.op = REQ_OP_READ, .sector = (block * lbs) >> SECTOR_SHIFT, .iter = &it};
-  if (int err = ctx_.dev.submit(rd)) {
-    *why = rd.error;
-    return err;
-  }
-  if (src)
-    std::memcpy(edge_.data() + at, src, n);
-  else
-    std::memset(edge_.data() + at, 0, n);
-  iov_iter_ubuf(&it, ITER_SOURCE, edge_.data(), lbs);
-  blk_request wr{.op = REQ_OP_WRITE, .flags = rq_flags & REQ_FUA, .sector = rd.sector, .iter = &it};
-  if (int err = ctx_.dev.submit(wr)) {
-    *why = wr.error;
-    return err;
-  }
-  return 0;
-}
-
 // A chunk's header in the negotiated form: structured, or extended (which
 // also carries the request's offset).
-void connection::queue_chunk_header(const request& rq, uint16_t flags, uint16_t type, uint32_t length) {
+void transmission::queue_chunk_header(const request& rq, uint16_t flags, uint16_t type, uint32_t length) {
   unsigned char head[kExtendedReplySize];
   const structured_reply r{.flags = flags, .type = type, .cookie = rq.cookie, .length = length};
-  if (extended_) {
+  if (neg_.extended) {
     encode_extended_reply(head, r, rq.offset);
-    return queue_bytes(head, kExtendedReplySize);
+    return out_.queue_bytes(head, kExtendedReplySize);
   }
   encode_structured_reply(head, r);
-  queue_bytes(head, kStructuredReplySize);
+  out_.queue_bytes(head, kStructuredReplySize);
 }
 
 // With structured replies but not extended headers, a success without data
 // to a request other than READ may be a simple reply (the protocol allows
 // it): libnbd then takes it in one recv instead of two, a sixth of what a
 // 4 KiB WRITE costs the client.
-void connection::reply_ok(const request& rq) {
-  if (!structured_ || (!extended_ && rq.type != NBD_CMD_READ)) {
+void transmission::reply_ok(const request& rq) {
+  if (!neg_.structured || (!neg_.extended && rq.type != NBD_CMD_READ)) {
     unsigned char head[kSimpleReplySize];
     encode_simple_reply(head, 0, rq.cookie);
-    return queue_bytes(head, kSimpleReplySize);
+    return out_.queue_bytes(head, kSimpleReplySize);
   }
   queue_chunk_header(rq, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_NONE, 0);
 }
 
-void connection::reply_error(const request& rq, uint32_t error, const char* message) {
-  if (!structured_) {
+void transmission::reply_error(const request& rq, uint32_t error, const char* message) {
+  if (!neg_.structured) {
     unsigned char head[kSimpleReplySize];
     encode_simple_reply(head, error, rq.cookie);
-    return queue_bytes(head, kSimpleReplySize);
+    return out_.queue_bytes(head, kSimpleReplySize);
   }
   const auto length = static_cast<uint16_t>(std::min(std::strlen(message), kMaxErrorMessage));
   queue_chunk_header(rq, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_ERROR, static_cast<uint32_t>(kErrorSize + length));
   unsigned char body[kErrorSize];
   encode_error(body, error, length);
-  queue_bytes(body, sizeof body);
-  queue_bytes(message, length);
+  out_.queue_bytes(body, sizeof body);
+  out_.queue_bytes(message, length);
 }
 
-// The headers now; the data when it is sent (connection::flush), so a READ
+// The headers now; the data when it is sent (transmission::flush), so a READ
 // holds nothing while it waits: a simple reply; one OFFSET_DATA chunk when
 // the client asked not to fragment (DF); else the range in runs of data and
 // of zeros, the zeros as OFFSET_HOLE chunks (read_runs).
-void connection::queue_read(const request& rq) {
+void transmission::queue_read(const request& rq) {
   if (rq.length == 0)
     return reply_ok(rq);  // no data chunk: an empty OFFSET_DATA is not allowed
-  if (!ctx_.lends && !window_) {
-    window_.reset(new (std::nothrow) unsigned char[kReadWindow]);
-    if (!window_) {
-      log_event(event::no_memory, "out of memory for a connection's read window: READ refused with ENOMEM");
-      return reply_error(rq, NBD_ENOMEM, "out of memory for the read window");
-    }
+  if (!ctx_.lends && !out_.reserve_window()) {
+    log_event(event::no_memory, "out of memory for a connection's read window: READ refused with ENOMEM");
+    return reply_error(rq, NBD_ENOMEM, "out of memory for the read window");
   }
-  if (!structured_) {
+  if (!neg_.structured) {
     unsigned char head[kSimpleReplySize];
     encode_simple_reply(head, 0, rq.cookie);
-    queue_bytes(head, kSimpleReplySize);
-    return queue_device(rq.offset, rq.length);
+    out_.queue_bytes(head, kSimpleReplySize);
+    return out_.queue_device(rq.offset, rq.length);
   }
   const size_t runs = rq.flags & NBD_CMD_FLAG_DF ? 0 : read_runs(rq);
   if (runs == 0)
@@ -484,14 +307,14 @@ void connection::queue_read(const request& rq) {
       unsigned char body[kOffsetHoleSize];
       encode_offset_hole(body, r.offset, static_cast<uint32_t>(r.length));
       queue_chunk_header(rq, done, NBD_REPLY_TYPE_OFFSET_HOLE, kOffsetHoleSize);
-      queue_bytes(body, sizeof body);
+      out_.queue_bytes(body, sizeof body);
       continue;
     }
     unsigned char body[kOffsetDataSize];
     encode_offset_data(body, r.offset);
     queue_chunk_header(rq, done, NBD_REPLY_TYPE_OFFSET_DATA, static_cast<uint32_t>(kOffsetDataSize + r.length));
-    queue_bytes(body, sizeof body);
-    queue_device(r.offset, r.length);
+    out_.queue_bytes(body, sizeof body);
+    out_.queue_device(r.offset, r.length);
   }
 }
 
@@ -503,7 +326,7 @@ void connection::queue_read(const request& rq) {
 // included. Stored zeros go as data, as from nbdkit and qemu-nbd: finding
 // them read every page of every READ once more before it was sent (14% of
 // the server's profile on 4 KiB random reads; see docs/nbd.md).
-size_t connection::read_runs(const request& rq) {
+size_t transmission::read_runs(const request& rq) {
   runs_.clear();
   extents_.clear();
   const uint64_t lbs = ctx_.dev.limits().logical_block_size, end = rq.offset + rq.length;
@@ -540,13 +363,13 @@ size_t connection::read_runs(const request& rq) {
 // neither the map nor the reply grows with the request: at most
 // kMaxDescriptors descriptors from the start of the range (the protocol lets
 // a reply cover less than was asked), runs of one kind merged.
-void connection::reply_block_status(const request& rq) {
+void transmission::reply_block_status(const request& rq) {
   const uint64_t lbs = ctx_.dev.limits().logical_block_size;
   // An extended request may span 2^64 bytes: one reply maps a bounded part
   // of it (kMaxMapBytes), and a compact descriptor's 32 bits bound a run.
   const uint64_t req_end = rq.offset + std::min(rq.length, kMaxMapBytes);
-  const uint64_t max_run = extended_ ? UINT64_MAX : UINT32_MAX / lbs * lbs;
-  std::vector<unsigned char> payload(extended_ ? kBlockStatusExtSize : kBlockStatusSize);
+  const uint64_t max_run = neg_.extended ? UINT64_MAX : UINT32_MAX / lbs * lbs;
+  std::vector<unsigned char> payload(neg_.extended ? kBlockStatusExtSize : kBlockStatusSize);
   put32(payload.data(), kMetaContextAllocation);
   std::vector<blk_extent> extents;
   uint64_t run_length = 0;
@@ -554,11 +377,11 @@ void connection::reply_block_status(const request& rq) {
   size_t descriptors = 0;
   auto emit = [&] {
     unsigned char d[kExtentExtSize];
-    if (extended_)
+    if (neg_.extended)
       encode_extent_ext(d, run_length, run_flags);
     else
       encode_extent(d, static_cast<uint32_t>(run_length), run_flags);
-    payload.insert(payload.end(), d, d + (extended_ ? kExtentExtSize : kExtentSize));
+    payload.insert(payload.end(), d, d + (neg_.extended ? kExtentExtSize : kExtentSize));
     descriptors++;
     run_length = 0;
   };
@@ -573,8 +396,8 @@ void connection::reply_block_status(const request& rq) {
       const uint64_t t = std::min<uint64_t>((e.sector + e.nr_sectors) << SECTOR_SHIFT, req_end);
       if (t <= s)
         continue;
-      const uint32_t flags = (e.flags & BLK_EXTENT_HOLE ? NBD_STATE_HOLE : 0) |
-                             (e.flags & BLK_EXTENT_ZERO ? NBD_STATE_ZERO : 0);
+      const uint32_t flags =
+          (e.flags & BLK_EXTENT_HOLE ? NBD_STATE_HOLE : 0) | (e.flags & BLK_EXTENT_ZERO ? NBD_STATE_ZERO : 0);
       if (run_length && (flags != run_flags || run_length > max_run - (t - s))) {
         emit();
         if (descriptors == kMaxDescriptors || (rq.flags & NBD_CMD_FLAG_REQ_ONE))
@@ -589,11 +412,12 @@ void connection::reply_block_status(const request& rq) {
   }
   if (run_length && descriptors < kMaxDescriptors && !((rq.flags & NBD_CMD_FLAG_REQ_ONE) && descriptors))
     emit();
-  if (extended_)
+  if (neg_.extended)
     put32(payload.data() + 4, static_cast<uint32_t>(descriptors));
-  queue_chunk_header(rq, NBD_REPLY_FLAG_DONE, extended_ ? NBD_REPLY_TYPE_BLOCK_STATUS_EXT : NBD_REPLY_TYPE_BLOCK_STATUS,
+  queue_chunk_header(rq, NBD_REPLY_FLAG_DONE,
+                     neg_.extended ? NBD_REPLY_TYPE_BLOCK_STATUS_EXT : NBD_REPLY_TYPE_BLOCK_STATUS,
                      static_cast<uint32_t>(payload.size()));
-  queue_bytes(payload.data(), payload.size());
+  out_.queue_bytes(payload.data(), payload.size());
 }
 
 }  // namespace iov::nbd
