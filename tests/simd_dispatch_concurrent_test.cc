@@ -19,35 +19,35 @@
 
 namespace {
 
-constexpr int kThreads = 4;
-constexpr size_t kLen = 8192;
+constexpr int kSimdThreads = 4;
+constexpr size_t kSimdLen = 8192;
 
 // One thread's calls into each family; false if one returned a wrong answer.
 // The CRC is compared with crc32c() (ISA-L, not dispatched by iov) of the same bytes.
 bool use_every_family(int seed) {
-  std::vector<unsigned char> src(kLen, 0), dst(kLen + 64);
-  bool ok = iov::mem_is_zero(src.data(), kLen);
-  src[kLen - 1 - static_cast<size_t>(seed)] = 1;
-  ok &= iov::memchr_inv(src.data(), 0, kLen) == src.data() + kLen - 1 - seed;
-  for (size_t k = 0; k < kLen; k++) src[k] = static_cast<unsigned char>(k * 7 + static_cast<size_t>(seed));
-  iov::internal::memcpy_nt(dst.data() + 3, src.data(), kLen);
+  std::vector<unsigned char> src(kSimdLen, 0), dst(kSimdLen + 64);
+  bool ok = iov::mem_is_zero(src.data(), kSimdLen);
+  src[kSimdLen - 1 - static_cast<size_t>(seed)] = 1;
+  ok &= iov::memchr_inv(src.data(), 0, kSimdLen) == src.data() + kSimdLen - 1 - seed;
+  for (size_t k = 0; k < kSimdLen; k++) src[k] = static_cast<unsigned char>(k * 7 + static_cast<size_t>(seed));
+  iov::internal::memcpy_nt(dst.data() + 3, src.data(), kSimdLen);
   iov::internal::memcpy_nt_fence();
-  ok &= std::memcmp(dst.data() + 3, src.data(), kLen) == 0;
+  ok &= std::memcmp(dst.data() + 3, src.data(), kSimdLen) == 0;
   iov::crc32c_state st;
   iov::crc32c_init(&st, ~0u);
   iov::crc32c_update(&st, src.data(), 1000);
-  iov::crc32c_update(&st, src.data() + 1000, kLen - 1000);
-  ok &= iov::crc32c_final(&st) == iov::crc32c(~0u, src.data(), kLen);
+  iov::crc32c_update(&st, src.data() + 1000, kSimdLen - 1000);
+  ok &= iov::crc32c_final(&st) == iov::crc32c(~0u, src.data(), kSimdLen);
   return ok;
 }
 
 // Each ctest case is a process of its own, so the calls below are each
-// family's first use.
+// family's first use (unless a static initializer of the program came first).
 TEST(SimdDispatchConcurrent, FirstUseFromManyThreads) {
-  std::latch start(kThreads);
+  std::latch start(kSimdThreads);
   std::atomic<int> wrong{0};
   std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; t++) {
+  for (int t = 0; t < kSimdThreads; t++) {
     threads.emplace_back([&, t] {
       start.arrive_and_wait();
       if (!use_every_family(t)) wrong.fetch_add(1);
@@ -66,7 +66,7 @@ TEST(SimdDispatchConcurrent, ChooseWhileInUse) {
   std::atomic<bool> stop{false};
   std::atomic<int> wrong{0};
   std::vector<std::thread> users;
-  for (int t = 0; t < kThreads - 1; t++) {
+  for (int t = 0; t < kSimdThreads - 1; t++) {
     users.emplace_back([&, t] {
       while (!stop.load(std::memory_order_relaxed))
         if (!use_every_family(t)) wrong.fetch_add(1);

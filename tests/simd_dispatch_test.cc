@@ -26,21 +26,21 @@ namespace {
 using iov::internal::simd_choice;
 using iov::internal::simd_level;
 
-struct family {
+struct simd_family {
   const char* name;
   simd_choice (*choose)();
   simd_level (*level)();
   bool (*select)(simd_level);
 };
 
-const family kFamilies[] = {
+const simd_family kSimdFamilies[] = {
     {"zero_scan", iov::internal::zero_scan_choose, iov::internal::zero_scan_level, iov::internal::zero_scan_select},
     {"memcpy_nt", iov::internal::memcpy_nt_choose, iov::internal::memcpy_nt_level, iov::internal::memcpy_nt_select},
     {"crc32c", iov::internal::crc32c_choose, iov::internal::crc32c_level, iov::internal::crc32c_select},
 };
 
 // The CPU's own answer, taken before any cap.
-bool real_supports(simd_level l) {
+bool cpu_really_supports(simd_level l) {
   iov::internal::simd_cpu_cap_for_test(simd_level::avx512);
   return iov::internal::cpu_supports(l);
 }
@@ -59,7 +59,7 @@ class SimdDispatch : public ::testing::Test {
     if (had_env_) setenv("IOV_SIMD", saved_env_.c_str(), 1);
     else unsetenv("IOV_SIMD");
     iov::internal::simd_cpu_cap_for_test(simd_level::avx512);
-    for (const family& f : kFamilies) f.choose();
+    for (const simd_family& f : kSimdFamilies) f.choose();
   }
   static void set_env(const char* v) { setenv("IOV_SIMD", v, 1); }
 
@@ -74,9 +74,9 @@ class SimdDispatch : public ::testing::Test {
 TEST_F(SimdDispatch, ChoiceIsALevelTheCpuHasUnderEveryCap) {
   for (simd_level cap : iov_test::kAllSimdLevels) {
     bool real[iov::internal::kSimdLevels];
-    for (simd_level l : iov_test::kAllSimdLevels) real[static_cast<int>(l)] = real_supports(l);
+    for (simd_level l : iov_test::kAllSimdLevels) real[static_cast<int>(l)] = cpu_really_supports(l);
     iov::internal::simd_cpu_cap_for_test(cap);
-    for (const family& f : kFamilies) {
+    for (const simd_family& f : kSimdFamilies) {
       SCOPED_TRACE(std::string(f.name) + " under cap " + iov::internal::simd_level_name(cap));
       simd_choice c = f.choose();
       EXPECT_FALSE(c.forced);
@@ -112,7 +112,7 @@ TEST_F(SimdDispatch, EnvironmentForcesALevelNeverAboveTheCpus) {
     for (simd_level want : iov_test::kAllSimdLevels) {
       set_env(iov::internal::simd_level_name(want));
       // The zero scan and the copy run every level cpu_supports() allows.
-      for (const family& f : {kFamilies[0], kFamilies[1]}) {
+      for (const simd_family& f : {kSimdFamilies[0], kSimdFamilies[1]}) {
         SCOPED_TRACE(std::string(f.name) + " IOV_SIMD=" + iov::internal::simd_level_name(want) + " cap " +
                      iov::internal::simd_level_name(cap));
         simd_choice c = f.choose();
@@ -131,7 +131,7 @@ TEST_F(SimdDispatch, EnvironmentForcesALevelNeverAboveTheCpus) {
 }
 
 // A bitwise CRC32C, raw update (no inversion), independent of the library.
-uint32_t bitwise_crc32c(uint32_t crc, const unsigned char* p, size_t len) {
+uint32_t simd_bitwise_crc32c(uint32_t crc, const unsigned char* p, size_t len) {
   for (size_t k = 0; k < len; k++) {
     crc ^= p[k];
     for (int b = 0; b < 8; b++) crc = (crc >> 1) ^ (0x82F63B78u & (0u - (crc & 1)));
@@ -146,7 +146,7 @@ TEST_F(SimdDispatch, ChosenKernelsAgreeWithReferences) {
   std::vector<unsigned char> src(20000 + 64), dst(20000 + 64);
   for (simd_level cap : iov_test::kAllSimdLevels) {
     iov::internal::simd_cpu_cap_for_test(cap);
-    for (const family& f : kFamilies) f.choose();
+    for (const simd_family& f : kSimdFamilies) f.choose();
     for (int round = 0; round < 200; round++) {
       const size_t len = rng() % 20000, off = rng() % 64;
       SCOPED_TRACE("cap " + std::string(iov::internal::simd_level_name(cap)) + " len " + std::to_string(len) +
@@ -172,7 +172,7 @@ TEST_F(SimdDispatch, ChosenKernelsAgreeWithReferences) {
         iov::crc32c_update(&st, p + done, n);
         done += n;
       }
-      EXPECT_EQ(iov::crc32c_final(&st), bitwise_crc32c(~0u, p, len));
+      EXPECT_EQ(iov::crc32c_final(&st), simd_bitwise_crc32c(~0u, p, len));
     }
   }
 }
