@@ -40,6 +40,7 @@
 #include "iov/internal/simd_level.hpp"
 #include "json_report.hpp"
 #include "report.hpp"
+#include "simd_choices.hpp"
 #include "slow_case.hpp"
 #include "symbols.hpp"
 
@@ -362,7 +363,7 @@ class ktap_reporter : public benchmark::BenchmarkReporter {
     out << "KTAP version 1\n# Subtest: iov_iter\n# module: iov-bench\n";
     for (const std::string& line : header_)
       out << "# " << line << "\n";
-    out << "# cpu: " << cpu_model() << ", " << context.cpu_info.num_cpus << " cpus, "
+    out << "# cpu: " << cpu_description() << ", " << context.cpu_info.num_cpus << " cpus, "
         << static_cast<long>(context.cpu_info.cycles_per_second / 1e6) << " MHz";
     for (const auto& c : context.cpu_info.caches)
       out << ", L" << c.level << (c.type == "Data" ? "d" : c.type == "Instruction" ? "i" : "") << " "
@@ -510,6 +511,10 @@ int main(int argc, char** argv) {
       std::string("check: generic_iterate is out of line: ") + (check_ok ? "ok" : "FAILED"),
       "check: " + check_detail,
   };
+  // Each dispatched family's level, chosen by measurement before any case runs.
+  const auto choices = iov::bench::simd_choices();
+  for (const auto& [family, what] : choices)
+    header.push_back("simd " + family + ": " + what);
   benchmark::AddCustomContext("iov_build", build);
   benchmark::AddCustomContext("iov_tile_bytes", std::to_string(iov::bench::tile_size()));
   benchmark::AddCustomContext("iov_check_generic_iterate_out_of_line", check_ok ? "ok" : "FAILED");
@@ -520,6 +525,8 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("iov_cpu", cpu_description());
   benchmark::AddCustomContext("iov_simd",
                               iov::internal::simd_level_name(iov::internal::default_simd_level()));
+  for (const auto& [family, what] : choices)
+    benchmark::AddCustomContext("iov_simd_" + family, what);
   benchmark::AddCustomContext("iov_clock", opt.wall_clock ? "wall" : "cpu");
   benchmark::AddCustomContext("iov_rounds", std::to_string(opt.rounds));
 

@@ -86,28 +86,24 @@ bool supports(simd_level l) {
   return true;
 }
 
-constexpr int kUnresolved = -1;
-// The level new states take: one relaxed load and a predictable branch per
-// walk. A state then dispatches on its own copy with direct calls only (no
-// indirect branch, which a hardened build would pay a retpoline for on every
-// piece).
-constinit std::atomic<int> installed_level{kUnresolved};
+// New states take the installed level: one relaxed load and a predictable
+// branch per walk. A state then dispatches on its own copy with direct calls
+// only (no indirect branch, which a hardened build would pay a retpoline for
+// on every piece), so installing a level stores nothing else.
+void install(simd_level) {}
 
-// The best level at or below the environment's cap that these kernels can run.
-simd_level default_level() {
-  simd_level l = default_simd_level();
-  while (l != simd_level::portable && !supports(l)) l = static_cast<simd_level>(static_cast<int>(l) - 1);
-  return l;
+// The code a state of level l holds (the avx2 level's wide form where it is on).
+uint8_t state_level(simd_level l) {
+#ifdef IOV_CRC32C_X86
+  if (l == simd_level::avx2 && crc32c_wide_clmul()) return kCrc32cAvx2Wide;
+#endif
+  return static_cast<uint8_t>(l);
 }
 
-IOV_ALWAYS_INLINE int level() {
-  int l = installed_level.load(std::memory_order_relaxed);
-  if (IOV_UNLIKELY(l == kUnresolved)) {
-    l = static_cast<int>(default_level());
-    installed_level.store(l, std::memory_order_relaxed);
-  }
-  return l;
-}
+uint32_t trial(simd_level l);
+constinit simd_dispatch<install, trial, supports> dispatch;
+
+IOV_ALWAYS_INLINE int level() { return static_cast<int>(dispatch.level()); }
 
 constexpr uint8_t kAvx2 = static_cast<uint8_t>(simd_level::avx2);
 
@@ -128,15 +124,34 @@ IOV_NOINLINE void copy_update_portable(crc32c_state* st, void* dst, const void* 
   st->tail_crc = copy_portable(dst, src, len, st->tail_crc);
 }
 
-}  // namespace
+// The trial: 8 KiB in 512-byte pieces (sectors, where the levels differ most:
+// the portable level pays a flat call per piece). The buffer is never
+// written (the kernel's zero page, no stack used). The state is set up by
+// hand, not by crc32c_init(), which would ask for the level being chosen.
+alignas(64) unsigned char trial_bytes[8192];
 
-bool crc32c_select(simd_level l) {
-  if (!supports(l)) return false;
-  installed_level.store(static_cast<int>(l), std::memory_order_relaxed);
-  return true;
+uint32_t trial(simd_level l) {
+  constexpr size_t kPiece = 512, kPieces = sizeof trial_bytes / kPiece;
+  crc32c_state st;
+  st.tail_len = 0;
+  st.tail_crc = ~0u;
+  st.level = state_level(l);
+  st.folded = false;
+  const uint64_t t0 = simd_trial_clock_ns();
+  for (size_t k = 0; k < kPieces; k++)
+    crc32c_update(&st, trial_bytes + k * kPiece, kPiece);
+  uint32_t crc = crc32c_final(&st);
+  const uint64_t t1 = simd_trial_clock_ns();
+  asm volatile("" ::"r"(crc));
+  return static_cast<uint32_t>(t1 - t0);
 }
 
-simd_level crc32c_level() { return static_cast<simd_level>(level()); }
+}  // namespace
+
+bool crc32c_select(simd_level l) { return dispatch.select(l); }
+simd_level crc32c_level() { return dispatch.level(); }
+simd_choice crc32c_choice() { return dispatch.choice(); }
+simd_choice crc32c_choose() { return dispatch.choose(); }
 
 void crc32c_update_restarting(crc32c_state* st, const void* data, size_t len) {
   restart(st);
@@ -186,10 +201,7 @@ template size_t outofline_walk::run<crc32c_copy_from_iter_steps<crc32c_state>>(i
 void crc32c_init(crc32c_state* st, uint32_t crc) {
   st->tail_len = 0;
   st->tail_crc = crc;
-  st->level = static_cast<uint8_t>(internal::level());
-#ifdef IOV_CRC32C_X86
-  if (st->level == internal::kAvx2 && internal::crc32c_wide_clmul()) st->level = internal::kCrc32cAvx2Wide;
-#endif
+  st->level = internal::state_level(static_cast<internal::simd_level>(internal::level()));
   st->folded = false;
 }
 

@@ -1,6 +1,6 @@
 // memcpy_nt.cc: the non-temporal copy kernels behind memcpy_nt() and
 // memcpy_nt_batch — SSE2, AVX2 and AVX-512 streaming stores on x86-64, memcpy
-// elsewhere — chosen once at run time.
+// elsewhere — chosen once at run time by measurement (simd_level.hpp).
 //
 //   iov::internal::memcpy_nt(dst, src, 1 << 20);
 //   iov::internal::memcpy_nt_fence();
@@ -166,18 +166,42 @@ void copy_pieces_plain(const nt_piece* pieces, unsigned n) {
 
 #endif  // IOV_MEMCPY_NT_X86
 
-void install(simd_level l) {
+memcpy_nt_fn kernel_of(simd_level l) {
 #ifdef IOV_MEMCPY_NT_X86
-  memcpy_nt_fn f = l == simd_level::avx512 ? copy_pieces<avx512_lines>
-                   : l == simd_level::avx2 ? copy_pieces<avx2_lines>
-                                           : copy_pieces<sse2_lines>;
+  return l == simd_level::avx512 ? copy_pieces<avx512_lines>
+         : l == simd_level::avx2 ? copy_pieces<avx2_lines>
+                                 : copy_pieces<sse2_lines>;
 #else
-  memcpy_nt_fn f = copy_pieces_plain;
+  (void)l;
+  return copy_pieces_plain;
 #endif
-  memcpy_nt_impl.store(f, std::memory_order_relaxed);
 }
 
-constinit simd_dispatch<install> dispatch;
+void install(simd_level l) { memcpy_nt_impl.store(kernel_of(l), std::memory_order_relaxed); }
+
+// The trial: a batch of four 4 KiB pages, the walk's case, fenced, so the
+// time includes the stores' drain to memory.
+uint32_t trial(simd_level l) {
+  constexpr size_t kPage = 4096;
+  struct buffers {
+    alignas(kPage) u8 src[MEMCPY_NT_STREAMS * kPage];
+    alignas(kPage) u8 dst[MEMCPY_NT_STREAMS * kPage];
+  };
+  static buffers* b = [] {  // kept until exit; only the choice uses it, under its lock
+    auto* p = new buffers;
+    std::memset(p, 1, sizeof *p);
+    return p;
+  }();
+  nt_piece pieces[MEMCPY_NT_STREAMS];
+  for (unsigned k = 0; k < MEMCPY_NT_STREAMS; k++) pieces[k] = {b->dst + k * kPage, b->src + k * kPage, kPage};
+  const memcpy_nt_fn copy = kernel_of(l);
+  const uint64_t t0 = simd_trial_clock_ns();
+  copy(pieces, MEMCPY_NT_STREAMS);
+  memcpy_nt_fence();
+  return static_cast<uint32_t>(simd_trial_clock_ns() - t0);
+}
+
+constinit simd_dispatch<install, trial> dispatch;
 
 void memcpy_nt_resolve(const nt_piece* pieces, unsigned n) {
   dispatch.resolve();
@@ -190,5 +214,7 @@ constinit std::atomic<memcpy_nt_fn> memcpy_nt_impl{memcpy_nt_resolve};
 
 bool memcpy_nt_select(simd_level l) { return dispatch.select(l); }
 simd_level memcpy_nt_level() { return dispatch.level(); }
+simd_choice memcpy_nt_choice() { return dispatch.choice(); }
+simd_choice memcpy_nt_choose() { return dispatch.choose(); }
 
 }  // namespace iov::internal

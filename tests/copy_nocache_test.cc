@@ -67,7 +67,8 @@ struct guarded {
 };
 
 class CopyNocacheLevel
-    : public iov_test::SimdLevelTest<iov::internal::memcpy_nt_select, iov::internal::memcpy_nt_level> {};
+    : public iov_test::SimdLevelTest<iov::internal::memcpy_nt_select, iov::internal::memcpy_nt_level,
+                             iov::internal::memcpy_nt_choice> {};
 
 // Every length up to 1100 at every destination alignment, a few source ones.
 TEST_P(CopyNocacheLevel, MemcpyNtShort) {

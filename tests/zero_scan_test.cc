@@ -49,7 +49,8 @@ const u8* ref_memchr_inv(const u8* p, u8 c, size_t len) {
 
 // Each test runs at one dispatch level and restores the default afterwards.
 class ZeroScanLevel
-    : public iov_test::SimdLevelTest<iov::internal::zero_scan_select, iov::internal::zero_scan_level> {};
+    : public iov_test::SimdLevelTest<iov::internal::zero_scan_select, iov::internal::zero_scan_level,
+                             iov::internal::zero_scan_choice> {};
 
 // Every length 0..64 at every alignment 0..63, the odd byte at every position,
 // with the bytes around the buffer set to something else than c.

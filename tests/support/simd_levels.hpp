@@ -1,9 +1,10 @@
 // simd_levels.hpp: runs a test at every SIMD level of a run-time dispatched
 // kernel family (zero scan, non-temporal copy) that this CPU has, through the
-// family's <family>_select() and <family>_level().
+// family's <family>_select(), <family>_level() and <family>_choice().
 //
 //   class ZeroScanLevel : public iov_test::SimdLevelTest<iov::internal::zero_scan_select,
-//                                                        iov::internal::zero_scan_level> {};
+//                                                        iov::internal::zero_scan_level,
+//                                                        iov::internal::zero_scan_choice> {};
 //   TEST_P(ZeroScanLevel, Short) { ... }   // runs at GetParam()
 //   INSTANTIATE_TEST_SUITE_P(Levels, ZeroScanLevel, iov_test::all_simd_levels(), iov_test::simd_level_param_name);
 #pragma once
@@ -26,15 +27,17 @@ inline auto all_simd_levels() { return ::testing::ValuesIn(kAllSimdLevels); }
 std::string simd_level_param_name(const ::testing::TestParamInfo<iov::internal::simd_level>& info);
 
 // Installs the level under test before each case (skipping it where the CPU
-// lacks it) and the default level after it, so later cases run as shipped.
-template <bool (*Select)(iov::internal::simd_level), iov::internal::simd_level (*Level)()>
+// lacks it) and the family's chosen level after it, so later cases run as
+// shipped.
+template <bool (*Select)(iov::internal::simd_level), iov::internal::simd_level (*Level)(),
+          iov::internal::simd_choice (*Choice)()>
 class SimdLevelTest : public ::testing::TestWithParam<iov::internal::simd_level> {
  protected:
   void SetUp() override {
     if (!Select(GetParam())) GTEST_SKIP() << "CPU lacks " << iov::internal::simd_level_name(GetParam());
     ASSERT_EQ(Level(), GetParam());
   }
-  void TearDown() override { Select(iov::internal::default_simd_level()); }
+  void TearDown() override { Select(Choice().level); }
 };
 
 }  // namespace iov_test

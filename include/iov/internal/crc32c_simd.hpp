@@ -15,8 +15,9 @@
 //             64-byte load and folds it, one pass; the iterator forms run
 //             their whole walk in one call, the window kept in registers
 //             between pieces (crc32c_registers_walk, crc32c.hpp)
-// The level resolves on first use to the best the CPU has (IOV_SIMD=portable|avx2
-// caps it); a state keeps the level it was initialized at. Tests force each
+// The level is chosen on first use, by timing each level the CPU has on 512-byte
+// pieces (simd_level.hpp; IOV_SIMD forces one); a state keeps the level it was
+// initialized at. Tests force each
 // level in turn:
 //
 //   for (auto l : {simd_level::portable, simd_level::avx2, simd_level::avx512})
@@ -38,8 +39,12 @@ namespace iov::internal {
 // Installs the kernels of level `l` for states initialized from now on;
 // false (and no change) if the CPU lacks it.
 bool crc32c_select(simd_level l);
-// The level installed now (resolving it first if nothing was called yet).
+// The level installed now (choosing it first if nothing was called yet).
 simd_level crc32c_level();
+// The choice made at first use: the level and each level's trial time.
+simd_choice crc32c_choice();
+// Chooses again (under the current CPU cap and IOV_SIMD) and installs it.
+simd_choice crc32c_choose();
 
 // crc32c_update() and crc32c_copy_update() (crc32c.hpp) call the avx512 and
 // the wide avx2 kernels directly and every other level through the *_other

@@ -12,7 +12,7 @@
 //   batch.finish();   // copies what is pending, then sfence
 //
 // The kernels (SSE2, AVX2, AVX-512 streaming stores; memcpy elsewhere) live in
-// src/memcpy_nt.cc, chosen once at run time.
+// src/memcpy_nt.cc, chosen once at run time by measurement (simd_level.hpp).
 #pragma once
 
 #include <atomic>
@@ -47,13 +47,18 @@ struct nt_piece {
 // are interleaved the same way). Unfenced.
 using memcpy_nt_fn = void (*)(const nt_piece* pieces, unsigned n);
 
-// Starts out at a resolver that installs the CPU's best kernel and forwards.
+// Starts out at a resolver that chooses the level, installs its kernel and
+// forwards.
 extern std::atomic<memcpy_nt_fn> memcpy_nt_impl;
 
 // Installs the kernel of level `l`; false (and no change) if the CPU lacks it.
 // The portable level on x86-64 uses SSE2 streaming stores (always present).
 bool memcpy_nt_select(simd_level l);
 simd_level memcpy_nt_level();
+// The choice made at first use: the level and each level's trial time.
+simd_choice memcpy_nt_choice();
+// Chooses again (under the current CPU cap and IOV_SIMD) and installs it.
+simd_choice memcpy_nt_choose();
 
 // Orders the streaming stores before every later store (sfence on x86).
 IOV_ALWAYS_INLINE void memcpy_nt_fence() {
