@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "fio/clock.hpp"
 #include "fio/job.hpp"
 #include "fio/status.hpp"
 #include "iov/iov.hpp"
@@ -280,8 +281,11 @@ void measured_phase(job& j) {
   const uint64_t blocks = j.region_len / o.bs;
   const bool random = o.rw == rw_pattern::randread || o.rw == rw_pattern::randwrite || o.rw == rw_pattern::randrw;
   const bool zoned = !random && o.rw == rw_pattern::write && zoned_sequential_writes(j);
+  // Latencies and the deadline in the latency clock's ticks (clock.hpp).
+  const latency_clock& clock = latency_clock::get();
   const uint64_t start = monotonic_ns();
-  const uint64_t deadline = o.runtime > 0 ? start + static_cast<uint64_t>(o.runtime * 1e9) : UINT64_MAX;
+  const uint64_t deadline =
+      o.runtime > 0 ? clock.ticks() + clock.ticks_for_ns(static_cast<uint64_t>(o.runtime * 1e9)) : UINT64_MAX;
   j.live->start_phase(run_letter(o.rw), o.runtime > 0 ? 0 : o.io_size, start);
   uint64_t done = 0, next_block = 0;
   bool stop = false;
@@ -331,12 +335,13 @@ void measured_phase(job& j) {
       }
       if (stop)
         break;
-      uint64_t t0 = monotonic_ns();
+      uint64_t t0 = clock.ticks();
       if (n == 1)
         results[0] = j.dev->submit(rqs[0]);
       else
         j.dev->submit_batch({rqs.data(), n}, results);
-      uint64_t t1 = monotonic_ns();
+      uint64_t t1 = clock.ticks();
+      const uint64_t clat = clock.ns(t1 - t0);
       for (unsigned k = 0; k < n; k++) {
         const auto [is_write, block] = plan[k];
         if (int err = complete_io(&units[k], rqs[k], results[k], &why)) {
@@ -348,7 +353,7 @@ void measured_phase(job& j) {
         direction_stats& d = is_write ? j.write : j.read;
         d.ios++;
         d.bytes += o.bs;
-        d.clat.add(t1 - t0);
+        d.clat.add(clat);
         j.live->count(is_write, o.bs);
         if (is_write && o.verify)
           j.written.set(block);
@@ -498,6 +503,7 @@ run_result setup_failure(const absl::Status& s) {
 
 run_result run(const job_options& o, blkdev& dev, std::vector<job_progress>* progress) {
   run_result r;
+  latency_clock::get();  // calibrated here, before any job's clock starts
   uint64_t region = o.size / o.numjobs / o.bs * o.bs;
   if (const uint64_t zone = dev.limits().chunk_sectors << SECTOR_SHIFT; (dev.limits().features & BLK_FEAT_ZONED) && zone)
     region = o.size / o.numjobs / zone * zone;
