@@ -35,8 +35,9 @@ TEST(FioClock, ConversionsAreInverses) {
     EXPECT_LE(back, ns);  // both round down
     EXPECT_GE(back + 2 + ns / 1000000000, ns) << ns;  // within a tick's nanosecond and the rate's rounding
   }
-  if (!c.uses_tsc())
+  if (!c.uses_tsc()) {
     EXPECT_EQ(c.ns(12345), 12345u);  // the monotonic clock's own nanoseconds
+  }
 }
 
 }  // namespace

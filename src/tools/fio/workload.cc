@@ -10,6 +10,7 @@
 // The driver completes synchronously (as fio's sync engines): iodepth is how
 // many buffers a job cycles through, not concurrency; --iodepth_batch_submit
 // hands that many of them to the driver in one blkdev::submit_batch.
+#include <sys/mman.h>
 #include <sys/resource.h>
 
 #include <barrier>
@@ -17,6 +18,7 @@
 #include <latch>
 #include <map>
 #include <new>
+#include <span>
 #include <system_error>
 #include <thread>
 
@@ -92,6 +94,7 @@ struct job {
   blkdev* dev;
   buffer_table* table;
   job_progress* live;
+  char* memory = nullptr;  // --ioengine=memcpy: the mapping standing for the device
   unsigned id;
   uint64_t region_start, region_len;
   std::vector<char*> bufs;
@@ -276,11 +279,31 @@ bool prefill(job& j) {
   return true;
 }
 
+// A request of the measured phase: its direction and block.
+struct planned {
+  bool is_write;
+  uint64_t block;
+};
+
+// --ioengine=memcpy: the requests planned for buffers slot, slot + 1, ...
+// made as plain copies between the buffers and the mapping.
+void memcpy_io(job& j, unsigned slot, std::span<const planned> plan) {
+  const uint64_t bs = j.o->bs;
+  for (const planned& p : plan) {
+    char* buf = j.bufs[slot++];
+    char* where = j.memory + j.region_start + p.block * bs;
+    if (p.is_write)
+      std::memcpy(where, buf, bs);
+    else
+      std::memcpy(buf, where, bs);
+  }
+}
+
 void measured_phase(job& j) {
   const job_options& o = *j.o;
   const uint64_t blocks = j.region_len / o.bs;
   const bool random = o.rw == rw_pattern::randread || o.rw == rw_pattern::randwrite || o.rw == rw_pattern::randrw;
-  const bool zoned = !random && o.rw == rw_pattern::write && zoned_sequential_writes(j);
+  const bool zoned = !random && o.rw == rw_pattern::write && !j.memory && zoned_sequential_writes(j);
   // Latencies and the deadline in the latency clock's ticks (clock.hpp).
   const latency_clock& clock = latency_clock::get();
   const uint64_t start = monotonic_ns();
@@ -296,10 +319,6 @@ void measured_phase(job& j) {
   std::vector<io_unit> units(batch);
   std::vector<blk_request> rqs(batch);
   std::vector<int> results(batch);
-  struct planned {
-    bool is_write;
-    uint64_t block;
-  };
   std::vector<planned> plan(batch);
   while (!stop) {
     for (unsigned slot = 0; slot < o.iodepth && !stop;) {
@@ -327,16 +346,20 @@ void measured_phase(job& j) {
         uint64_t offset = j.region_start + block * o.bs;
         if (is_write && o.verify)
           fill_block(j, j.bufs[slot + k], offset);
-        if (int err = prepare_io(j, slot + k, is_write, offset, &units[k], &rqs[k], &why)) {
-          fail(j, err, why, offset);
-          stop = true;
+        if (!j.memory) {  // with the memcpy engine, no request: the copy is made at submission
+          if (int err = prepare_io(j, slot + k, is_write, offset, &units[k], &rqs[k], &why)) {
+            fail(j, err, why, offset);
+            stop = true;
+          }
         }
         plan[k] = {is_write, block};
       }
       if (stop)
         break;
       uint64_t t0 = clock.ticks();
-      if (n == 1)
+      if (j.memory)
+        memcpy_io(j, slot, {plan.data(), n});
+      else if (n == 1)
         results[0] = j.dev->submit(rqs[0]);
       else
         j.dev->submit_batch({rqs.data(), n}, results);
@@ -344,7 +367,7 @@ void measured_phase(job& j) {
       const uint64_t clat = clock.ns(t1 - t0);
       for (unsigned k = 0; k < n; k++) {
         const auto [is_write, block] = plan[k];
-        if (int err = complete_io(&units[k], rqs[k], results[k], &why)) {
+        if (int err = j.memory ? 0 : complete_io(&units[k], rqs[k], results[k], &why)) {
           if (!stop)
             fail(j, err, why, j.region_start + block * o.bs);
           stop = true;
@@ -491,6 +514,37 @@ class job_threads {
   std::vector<std::thread> threads_;
 };
 
+// --ioengine=memcpy's stand-in for the device: an anonymous mapping of the
+// device's size on transparent huge pages (2 MiB aligned, as the page
+// allocator's chunks are), written whole so that reads copy real memory, as
+// they do from a prefilled device.
+class memcpy_target {
+ public:
+  absl::Status map(uint64_t size) {
+    constexpr uint64_t kHuge = 2u << 20;
+    len_ = size + kHuge;
+    raw_ = mmap(nullptr, len_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw_ == MAP_FAILED) {
+      raw_ = nullptr;
+      return absl::ResourceExhaustedError(absl::StrCat("cannot map ", size, " bytes for --ioengine=memcpy"));
+    }
+    data_ = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(raw_) + kHuge - 1) & ~uintptr_t{kHuge - 1});
+    madvise(data_, size, MADV_HUGEPAGE);
+    std::memset(data_, 0x5a, size);
+    return absl::OkStatus();
+  }
+  char* data() const { return data_; }
+  ~memcpy_target() {
+    if (raw_)
+      munmap(raw_, len_);
+  }
+
+ private:
+  void* raw_ = nullptr;
+  uint64_t len_ = 0;
+  char* data_ = nullptr;
+};
+
 run_result setup_failure(const absl::Status& s) {
   run_result r;
   r.setup_failed = true;
@@ -532,6 +586,15 @@ run_result run(const job_options& o, blkdev& dev, std::vector<job_progress>* pro
     free_buffers();
     return setup_failure(s);
   }
+  memcpy_target target;
+  if (o.engine == ioengine::memcpy) {
+    if (absl::Status s = target.map(o.size); !s.ok()) {
+      free_buffers();
+      return setup_failure(s);
+    }
+    for (job& j : jobs)
+      j.memory = target.data();
+  }
 
   // Each job prefills (if asked), then all wait for the slowest, so that the
   // measured phase starts together and its wall time is the run's.
@@ -540,7 +603,7 @@ run_result run(const job_options& o, blkdev& dev, std::vector<job_progress>* pro
   std::barrier sync(static_cast<std::ptrdiff_t>(o.numjobs) + 1);
   job_threads threads;
   absl::Status started = threads.start(jobs, [&](job& j) {
-    if (o.prefill)
+    if (o.prefill && !j.memory)  // the memcpy engine's mapping is written whole already
       prefill(j);
     sync.arrive_and_wait();  // every prefill done: the clock starts
     sync.arrive_and_wait();
