@@ -10,13 +10,11 @@
 // The driver completes synchronously (as fio's sync engines): iodepth is how
 // many buffers a job cycles through, not concurrency; --iodepth_batch_submit
 // hands that many of them to the driver in one blkdev::submit_batch.
-#include <sys/mman.h>
 #include <sys/resource.h>
 
 #include <barrier>
 #include <cstring>
 #include <latch>
-#include <map>
 #include <new>
 #include <span>
 #include <system_error>
@@ -24,8 +22,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "fio/clock.hpp"
+#include "fio/engine.hpp"
 #include "fio/job.hpp"
 #include "fio/status.hpp"
+#include "fio/written_blocks.hpp"
 #include "iov/iov.hpp"
 
 namespace iov::fio {
@@ -51,43 +51,6 @@ struct verify_header {
   uint32_t len;
 };
 constexpr uint64_t kVerifyMagic = 0x69766f2d66696f31ull;  // "iov-fio1"
-
-// The blocks of a region that hold verifiable data: sparse, so that its
-// memory follows what was written, never the size of the device (a bitmap of
-// a 100 TiB device was 3.3 GB).
-class written_blocks {
- public:
-  void set(uint64_t block) { words_[block / 64] |= uint64_t{1} << (block % 64); }
-  void erase(uint64_t first, uint64_t end) {  // [first, end)
-    for (uint64_t b = first; b < end; b++) {
-      auto it = words_.find(b / 64);
-      if (it == words_.end()) {
-        b = (b / 64 + 1) * 64 - 1;
-        continue;
-      }
-      it->second &= ~(uint64_t{1} << (b % 64));
-      if (!it->second)
-        words_.erase(it);
-    }
-  }
-  template <class F>
-  bool for_each(F&& f) const {  // in order, until f returns false
-    for (const auto& [word, bits] : words_)
-      for (unsigned k = 0; k < 64; k++)
-        if ((bits >> k & 1) && !f(word * 64 + k))
-          return false;
-    return true;
-  }
-  uint64_t count() const {
-    uint64_t n = 0;
-    for (const auto& [word, bits] : words_)
-      n += static_cast<uint64_t>(__builtin_popcountll(bits));
-    return n;
-  }
-
- private:
-  std::map<uint64_t, uint64_t> words_;
-};
 
 struct job {
   const job_options* o;
@@ -512,37 +475,6 @@ class job_threads {
   std::latch gate_{1};
   std::atomic<bool> abort_{false};
   std::vector<std::thread> threads_;
-};
-
-// --ioengine=memcpy's stand-in for the device: an anonymous mapping of the
-// device's size on transparent huge pages (2 MiB aligned, as the page
-// allocator's chunks are), written whole so that reads copy real memory, as
-// they do from a prefilled device.
-class memcpy_target {
- public:
-  absl::Status map(uint64_t size) {
-    constexpr uint64_t kHuge = 2u << 20;
-    len_ = size + kHuge;
-    raw_ = mmap(nullptr, len_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (raw_ == MAP_FAILED) {
-      raw_ = nullptr;
-      return absl::ResourceExhaustedError(absl::StrCat("cannot map ", size, " bytes for --ioengine=memcpy"));
-    }
-    data_ = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(raw_) + kHuge - 1) & ~uintptr_t{kHuge - 1});
-    madvise(data_, size, MADV_HUGEPAGE);
-    std::memset(data_, 0x5a, size);
-    return absl::OkStatus();
-  }
-  char* data() const { return data_; }
-  ~memcpy_target() {
-    if (raw_)
-      munmap(raw_, len_);
-  }
-
- private:
-  void* raw_ = nullptr;
-  uint64_t len_ = 0;
-  char* data_ = nullptr;
 };
 
 run_result setup_failure(const absl::Status& s) {
