@@ -327,7 +327,7 @@ void measured_phase(job& j) {
       else
         j.dev->submit_batch({rqs.data(), n}, results);
       uint64_t t1 = clock.ticks();
-      const uint64_t clat = clock.ns(t1 - t0);
+      const uint64_t clat = t1 > t0 ? clock.ns(t1 - t0) : 0;  // a TSC behind on another CPU reads as 0, not 2^64
       for (unsigned k = 0; k < n; k++) {
         const auto [is_write, block] = plan[k];
         if (int err = j.memory ? 0 : complete_io(&units[k], rqs[k], results[k], &why)) {
