@@ -325,6 +325,35 @@ TEST(FioRun, EveryWorkloadAndIteratorMovesTheBytesAskedFor) {
   }
 }
 
+// --ioengine=memcpy: the same requests, as copies between the buffers and a
+// mapping, so the device is never asked for anything (a written brd would
+// hold pages), and it does not verify.
+TEST(FioRun, TheMemcpyEngineMovesTheBytesAskedForWithoutTheDriver) {
+  for (rw_pattern rw : {rw_pattern::randread, rw_pattern::randwrite, rw_pattern::randrw, rw_pattern::write}) {
+    auto o = parse({"--driver=brd", "--size=1m", "--bs=16k", "--io_size=512k", "--iodepth=3", "--numjobs=2",
+                    "--iodepth_batch_submit=3", "--prefill", "--ioengine=memcpy"});
+    ASSERT_TRUE(o.ok()) << o.status();
+    o->rw = rw;
+    SCOPED_TRACE(iov::fio::rw_name(rw));
+    auto dev = iov::blkdev_create(o->driver, o->settings);
+    ASSERT_TRUE(dev.ok()) << dev.status();
+    auto r = iov::fio::run(*o, **dev);
+    EXPECT_EQ(r.error, 0) << r.error_text;
+    EXPECT_EQ(r.read.ios + r.write.ios, 2u * 32);
+    EXPECT_EQ(r.read.clat.count(), r.read.ios);
+    std::vector<iov::blk_extent> map;
+    ASSERT_EQ((*dev)->map_extents(0, (1u << 20) >> 9, &map), 0);
+    ASSERT_EQ(map.size(), 1u);  // the whole device one hole: nothing was written to it
+    EXPECT_TRUE(map[0].flags & iov::BLK_EXTENT_HOLE);
+  }
+  auto bad = parse({"--ioengine=memcpy", "--rw=write", "--verify=crc32c"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("does not --verify"), std::string::npos) << bad.status();
+  auto unknown = parse({"--ioengine=libaio"});
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("blkdev or memcpy"), std::string::npos) << unknown.status();
+}
+
 TEST(FioRun, VerifyPassesOnEveryConfiguration) {
   for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
            {"--driver=brd"},

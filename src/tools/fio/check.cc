@@ -45,6 +45,10 @@ absl::Status check_device(const job_options& o, const blkdev& dev) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--prefill writes the whole device, --size=", o.size, " bytes, which ", o.driver,
         " keeps in memory: more than this machine has available (MemAvailable: ", avail, " bytes)"));
+  if (const uint64_t avail = available_memory(); o.engine == ioengine::memcpy && o.size > avail)
+    return absl::InvalidArgumentError(absl::StrCat("--ioengine=memcpy copies out of a mapping of --size=", o.size,
+                                                   " bytes, written whole: more than this machine has available "
+                                                   "(MemAvailable: ", avail, " bytes)"));
   return absl::OkStatus();
 }
 

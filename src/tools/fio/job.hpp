@@ -26,6 +26,12 @@ inline constexpr double kMaxRuntime = 1e9;              // seconds; its nanoseco
 
 enum class rw_pattern { read, write, randread, randwrite, randrw };
 enum class iter_kind { ubuf, iovec, bvec, fixed };
+// --ioengine: blkdev (the default) submits each request to the driver;
+// memcpy is the limit the driver is measured against: each request a plain
+// memcpy between its buffer and an anonymous mapping of --size on
+// transparent huge pages, written whole first, through the same loop
+// (offsets, clock, histogram) with no driver.
+enum class ioengine { blkdev, memcpy };
 
 struct job_options {
   std::string driver = "brd";
@@ -41,6 +47,7 @@ struct job_options {
   unsigned rwmixread = 50;  // randrw: percent of reads
   bool verify = false;      // --verify=crc32c
   iter_kind iter = iter_kind::ubuf;
+  ioengine engine = ioengine::blkdev;
   bool json = false;
   bool prefill = false;
   bool progress = false;       // --progress: the prefill's progress on stderr even when it is not a terminal
@@ -55,6 +62,7 @@ struct job_options {
 absl::StatusOr<job_options> parse_options(int argc, char** argv);
 const char* rw_name(rw_pattern rw);
 const char* iter_name(iter_kind k);
+const char* ioengine_name(ioengine e);
 
 struct direction_stats {
   uint64_t ios = 0;

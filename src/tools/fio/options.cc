@@ -34,6 +34,8 @@ const char* iter_name(iter_kind k) {
   return "?";
 }
 
+const char* ioengine_name(ioengine e) { return e == ioengine::memcpy ? "memcpy" : "blkdev"; }
+
 namespace {
 absl::Status bad(const std::string& name, const std::string& value, const char* want) {
   return absl::InvalidArgumentError(absl::StrCat("--", name, "=", value, ": expected ", want));
@@ -48,7 +50,7 @@ bool all_digits(const std::string& value) {
 bool takes_value(const std::string& name) {
   static const char* const valued[] = {"driver",  "size",     "bs",        "io_size",   "rw",
                                        "readwrite", "numjobs", "iodepth",  "iodepth_batch_submit",
-                                       "iodepth_batch", "rwmixread", "runtime", "verify", "iter",
+                                       "iodepth_batch", "rwmixread", "runtime", "verify", "iter", "ioengine",
                                        "output-format", "randseed", "debug-corrupt"};
   for (const char* v : valued)
     if (name == v)
@@ -85,6 +87,8 @@ absl::Status check_combination(const job_options& o) {
     return absl::InvalidArgumentError(absl::StrCat("--iodepth_batch_submit=", o.iodepth_batch,
                                                    " is more than --iodepth=", o.iodepth,
                                                    ": a batch is made of the job's buffers"));
+  if (o.engine == ioengine::memcpy && o.verify)
+    return absl::InvalidArgumentError("--ioengine=memcpy measures the copy alone: it does not --verify");
   const uint64_t buffers = uint64_t{o.numjobs} * o.iodepth;
   if (o.iter == iter_kind::fixed && buffers > IORING_MAX_REG_BUFFERS)
     return absl::InvalidArgumentError(absl::StrCat("--iter=fixed registers --numjobs x --iodepth = ", buffers,
@@ -162,6 +166,10 @@ absl::StatusOr<job_options> parse_options(int argc, char** argv) {
       else if (value == "bvec") o.iter = iter_kind::bvec;
       else if (value == "fixed") o.iter = iter_kind::fixed;
       else return bad(name, value, "ubuf, iovec, bvec or fixed");
+    } else if (name == "ioengine") {
+      if (value == "blkdev") o.engine = ioengine::blkdev;
+      else if (value == "memcpy") o.engine = ioengine::memcpy;
+      else return bad(name, value, "blkdev or memcpy");
     } else if (name == "output-format") {
       if (value != "normal" && value != "json")
         return bad(name, value, "normal or json");

@@ -90,8 +90,9 @@ void json_direction(const char* name, const direction_stats& d, double seconds, 
 }  // namespace
 
 void print_normal(const job_options& o, const run_result& r, FILE* out) {
-  std::fprintf(out, "iov-fio: (g=0): rw=%s, bs=%lluB, driver=%s, iter=%s, iodepth=%u, numjobs=%u\n", rw_name(o.rw),
-               static_cast<unsigned long long>(o.bs), o.driver.c_str(), iter_name(o.iter), o.iodepth, o.numjobs);
+  std::fprintf(out, "iov-fio: (g=0): rw=%s, bs=%lluB, ioengine=%s, driver=%s, iter=%s, iodepth=%u, numjobs=%u\n",
+               rw_name(o.rw), static_cast<unsigned long long>(o.bs), ioengine_name(o.engine), o.driver.c_str(),
+               iter_name(o.iter), o.iodepth, o.numjobs);
   std::fprintf(out, "iov-fio: (groupid=0, jobs=%u): err=%3d\n", o.numjobs, -r.error);
   if (r.read.ios)
     print_direction("read", r.read, r.seconds, out);
@@ -117,12 +118,13 @@ void print_json(const job_options& o, const run_result& r, FILE* out) {
   std::fprintf(out,
                "{\n  \"fio version\": \"iov-fio-0.1\",\n  \"timestamp\": %lld,\n"
                "  \"global options\": {\"rw\": \"%s\", \"bs\": \"%llu\", \"iodepth\": \"%u\", \"numjobs\": \"%u\", "
-               "\"size\": \"%llu\", \"driver\": \"%s\", \"iter\": \"%s\"},\n"
+               "\"size\": \"%llu\", \"ioengine\": \"%s\", \"driver\": \"%s\", \"iter\": \"%s\"},\n"
                "  \"jobs\": [\n    {\n      \"jobname\": \"iov-fio\", \"groupid\": 0, \"error\": %d,\n"
                "      \"job_runtime\": %.0f, \"usr_cpu\": %.6f, \"sys_cpu\": %.6f, \"ctx\": %llu,\n"
                "      \"verify\": {\"enabled\": %s, \"failed\": %s, \"blocks\": %llu},\n",
                static_cast<long long>(std::time(nullptr)), rw_name(o.rw), static_cast<unsigned long long>(o.bs),
-               o.iodepth, o.numjobs, static_cast<unsigned long long>(o.size), o.driver.c_str(), iter_name(o.iter),
+               o.iodepth, o.numjobs, static_cast<unsigned long long>(o.size), ioengine_name(o.engine), o.driver.c_str(),
+               iter_name(o.iter),
                -r.error, r.seconds * 1000, r.usr_cpu, r.sys_cpu, static_cast<unsigned long long>(r.ctx),
                o.verify ? "true" : "false", r.verify_failed ? "true" : "false",
                static_cast<unsigned long long>(r.verified_blocks));

@@ -31,7 +31,8 @@
 
 namespace iov::fio {
 
-// CLOCK_MONOTONIC in nanoseconds: the clock of the progress timestamps.
+// CLOCK_MONOTONIC in nanoseconds: the clock of the progress timestamps
+// (latencies use clock.hpp's).
 uint64_t monotonic_ns();
 
 // What one job has done so far, written by the job alone (relaxed stores)

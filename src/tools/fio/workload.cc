@@ -15,14 +15,17 @@
 #include <barrier>
 #include <cstring>
 #include <latch>
-#include <map>
 #include <new>
+#include <span>
 #include <system_error>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "fio/clock.hpp"
+#include "fio/engine.hpp"
 #include "fio/job.hpp"
 #include "fio/status.hpp"
+#include "fio/written_blocks.hpp"
 #include "iov/iov.hpp"
 
 namespace iov::fio {
@@ -49,48 +52,12 @@ struct verify_header {
 };
 constexpr uint64_t kVerifyMagic = 0x69766f2d66696f31ull;  // "iov-fio1"
 
-// The blocks of a region that hold verifiable data: sparse, so that its
-// memory follows what was written, never the size of the device (a bitmap of
-// a 100 TiB device was 3.3 GB).
-class written_blocks {
- public:
-  void set(uint64_t block) { words_[block / 64] |= uint64_t{1} << (block % 64); }
-  void erase(uint64_t first, uint64_t end) {  // [first, end)
-    for (uint64_t b = first; b < end; b++) {
-      auto it = words_.find(b / 64);
-      if (it == words_.end()) {
-        b = (b / 64 + 1) * 64 - 1;
-        continue;
-      }
-      it->second &= ~(uint64_t{1} << (b % 64));
-      if (!it->second)
-        words_.erase(it);
-    }
-  }
-  template <class F>
-  bool for_each(F&& f) const {  // in order, until f returns false
-    for (const auto& [word, bits] : words_)
-      for (unsigned k = 0; k < 64; k++)
-        if ((bits >> k & 1) && !f(word * 64 + k))
-          return false;
-    return true;
-  }
-  uint64_t count() const {
-    uint64_t n = 0;
-    for (const auto& [word, bits] : words_)
-      n += static_cast<uint64_t>(__builtin_popcountll(bits));
-    return n;
-  }
-
- private:
-  std::map<uint64_t, uint64_t> words_;
-};
-
 struct job {
   const job_options* o;
   blkdev* dev;
   buffer_table* table;
   job_progress* live;
+  char* memory = nullptr;  // --ioengine=memcpy: the mapping standing for the device
   unsigned id;
   uint64_t region_start, region_len;
   std::vector<char*> bufs;
@@ -275,13 +242,36 @@ bool prefill(job& j) {
   return true;
 }
 
+// A request of the measured phase: its direction and block.
+struct planned {
+  bool is_write;
+  uint64_t block;
+};
+
+// --ioengine=memcpy: the requests planned for buffers slot, slot + 1, ...
+// made as plain copies between the buffers and the mapping.
+void memcpy_io(job& j, unsigned slot, std::span<const planned> plan) {
+  const uint64_t bs = j.o->bs;
+  for (const planned& p : plan) {
+    char* buf = j.bufs[slot++];
+    char* where = j.memory + j.region_start + p.block * bs;
+    if (p.is_write)
+      std::memcpy(where, buf, bs);
+    else
+      std::memcpy(buf, where, bs);
+  }
+}
+
 void measured_phase(job& j) {
   const job_options& o = *j.o;
   const uint64_t blocks = j.region_len / o.bs;
   const bool random = o.rw == rw_pattern::randread || o.rw == rw_pattern::randwrite || o.rw == rw_pattern::randrw;
-  const bool zoned = !random && o.rw == rw_pattern::write && zoned_sequential_writes(j);
+  const bool zoned = !random && o.rw == rw_pattern::write && !j.memory && zoned_sequential_writes(j);
+  // Latencies and the deadline in the latency clock's ticks (clock.hpp).
+  const latency_clock& clock = latency_clock::get();
   const uint64_t start = monotonic_ns();
-  const uint64_t deadline = o.runtime > 0 ? start + static_cast<uint64_t>(o.runtime * 1e9) : UINT64_MAX;
+  const uint64_t deadline =
+      o.runtime > 0 ? clock.ticks() + clock.ticks_for_ns(static_cast<uint64_t>(o.runtime * 1e9)) : UINT64_MAX;
   j.live->start_phase(run_letter(o.rw), o.runtime > 0 ? 0 : o.io_size, start);
   uint64_t done = 0, next_block = 0;
   bool stop = false;
@@ -292,10 +282,6 @@ void measured_phase(job& j) {
   std::vector<io_unit> units(batch);
   std::vector<blk_request> rqs(batch);
   std::vector<int> results(batch);
-  struct planned {
-    bool is_write;
-    uint64_t block;
-  };
   std::vector<planned> plan(batch);
   while (!stop) {
     for (unsigned slot = 0; slot < o.iodepth && !stop;) {
@@ -323,23 +309,28 @@ void measured_phase(job& j) {
         uint64_t offset = j.region_start + block * o.bs;
         if (is_write && o.verify)
           fill_block(j, j.bufs[slot + k], offset);
-        if (int err = prepare_io(j, slot + k, is_write, offset, &units[k], &rqs[k], &why)) {
-          fail(j, err, why, offset);
-          stop = true;
+        if (!j.memory) {  // with the memcpy engine, no request: the copy is made at submission
+          if (int err = prepare_io(j, slot + k, is_write, offset, &units[k], &rqs[k], &why)) {
+            fail(j, err, why, offset);
+            stop = true;
+          }
         }
         plan[k] = {is_write, block};
       }
       if (stop)
         break;
-      uint64_t t0 = monotonic_ns();
-      if (n == 1)
+      uint64_t t0 = clock.ticks();
+      if (j.memory)
+        memcpy_io(j, slot, {plan.data(), n});
+      else if (n == 1)
         results[0] = j.dev->submit(rqs[0]);
       else
         j.dev->submit_batch({rqs.data(), n}, results);
-      uint64_t t1 = monotonic_ns();
+      uint64_t t1 = clock.ticks();
+      const uint64_t clat = t1 > t0 ? clock.ns(t1 - t0) : 0;  // a TSC behind on another CPU reads as 0, not 2^64
       for (unsigned k = 0; k < n; k++) {
         const auto [is_write, block] = plan[k];
-        if (int err = complete_io(&units[k], rqs[k], results[k], &why)) {
+        if (int err = j.memory ? 0 : complete_io(&units[k], rqs[k], results[k], &why)) {
           if (!stop)
             fail(j, err, why, j.region_start + block * o.bs);
           stop = true;
@@ -348,7 +339,7 @@ void measured_phase(job& j) {
         direction_stats& d = is_write ? j.write : j.read;
         d.ios++;
         d.bytes += o.bs;
-        d.clat.add(t1 - t0);
+        d.clat.add(clat);
         j.live->count(is_write, o.bs);
         if (is_write && o.verify)
           j.written.set(block);
@@ -498,6 +489,7 @@ run_result setup_failure(const absl::Status& s) {
 
 run_result run(const job_options& o, blkdev& dev, std::vector<job_progress>* progress) {
   run_result r;
+  latency_clock::get();  // calibrated here, before any job's clock starts
   uint64_t region = o.size / o.numjobs / o.bs * o.bs;
   if (const uint64_t zone = dev.limits().chunk_sectors << SECTOR_SHIFT; (dev.limits().features & BLK_FEAT_ZONED) && zone)
     region = o.size / o.numjobs / zone * zone;
@@ -526,6 +518,15 @@ run_result run(const job_options& o, blkdev& dev, std::vector<job_progress>* pro
     free_buffers();
     return setup_failure(s);
   }
+  memcpy_target target;
+  if (o.engine == ioengine::memcpy) {
+    if (absl::Status s = target.map(o.size); !s.ok()) {
+      free_buffers();
+      return setup_failure(s);
+    }
+    for (job& j : jobs)
+      j.memory = target.data();
+  }
 
   // Each job prefills (if asked), then all wait for the slowest, so that the
   // measured phase starts together and its wall time is the run's.
@@ -534,7 +535,7 @@ run_result run(const job_options& o, blkdev& dev, std::vector<job_progress>* pro
   std::barrier sync(static_cast<std::ptrdiff_t>(o.numjobs) + 1);
   job_threads threads;
   absl::Status started = threads.start(jobs, [&](job& j) {
-    if (o.prefill)
+    if (o.prefill && !j.memory)  // the memcpy engine's mapping is written whole already
       prefill(j);
     sync.arrive_and_wait();  // every prefill done: the clock starts
     sync.arrive_and_wait();
