@@ -35,7 +35,7 @@ using iov_test::blk_no_data;
 using iov_test::make_brd;
 
 constexpr size_t kPage = 4096;
-constexpr uint64_t kMiB = 1 << 20;
+using iov_test::kMiB;
 
 int rw(iov::blkdev& dev, iov::req_op op, uint64_t sector, void* buf, size_t len, iov::blk_opf_t flags = 0,
        uint64_t* where = nullptr) {

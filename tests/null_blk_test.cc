@@ -39,7 +39,7 @@ using ::testing::HasSubstr;
 using ::testing::NotNull;
 
 constexpr size_t kPage = 4096;
-constexpr uint64_t kMiB = 1 << 20;
+using iov_test::kMiB;
 
 NullBlkModel model_of(const iov::null_blk_config& c) {
   return NullBlkModel({.size = c.size, .blocksize = c.blocksize});

@@ -30,7 +30,7 @@ using iov_test::make_nullb;
 using iov_test::NullBlkModel;
 using iov_test::ZoneOp;
 
-constexpr uint64_t kMiB = 1 << 20;
+using iov_test::kMiB;
 constexpr uint64_t Z = 2048;  // sectors in a 1 MiB zone
 
 // A WRITE, or a ZONE_APPEND whose sector *where gets, of nr sectors of `byte`.

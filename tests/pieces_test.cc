@@ -21,12 +21,12 @@ static_assert(std::ranges::forward_range<iov::pieces_view>);
 static_assert(std::ranges::view<iov::pieces_view>);
 static_assert(ranges::forward_range<iov::pieces_view>);
 
-using Piece = std::pair<const std::byte*, size_t>;
+using ViewedPiece = std::pair<const std::byte*, size_t>;
 
 // The pieces a step sees, recorded through the walk itself (skipping the
 // zero-length bvec pieces the walk may hand out, which the view leaves out).
-std::vector<Piece> walked(iov::iov_iter it) {
-  std::vector<Piece> out;
+std::vector<ViewedPiece> walked(iov::iov_iter it) {
+  std::vector<ViewedPiece> out;
   auto step = [&out](void* base, size_t, size_t len, void*, void*) -> size_t {
     if (len)
       out.emplace_back(static_cast<const std::byte*>(base), len);
@@ -36,8 +36,8 @@ std::vector<Piece> walked(iov::iov_iter it) {
   return out;
 }
 
-std::vector<Piece> viewed(const iov::iov_iter& it) {
-  std::vector<Piece> out;
+std::vector<ViewedPiece> viewed(const iov::iov_iter& it) {
+  std::vector<ViewedPiece> out;
   for (std::span<std::byte> piece : iov::pieces(it))
     out.emplace_back(piece.data(), piece.size());
   return out;
@@ -48,7 +48,7 @@ TEST(Pieces, UbufIsOnePiece) {
   iov::iov_iter it;
   iov::iov_iter_ubuf(&it, iov::ITER_SOURCE, buf.data(), buf.size());
   iov::iov_iter_advance(&it, 10);
-  EXPECT_THAT(viewed(it), ::testing::ElementsAre(Piece{buf.data() + 10, 4990}));
+  EXPECT_THAT(viewed(it), ::testing::ElementsAre(ViewedPiece{buf.data() + 10, 4990}));
 }
 
 TEST(Pieces, IovecSkipsEmptySegmentsAndRespectsCount) {
@@ -56,7 +56,7 @@ TEST(Pieces, IovecSkipsEmptySegmentsAndRespectsCount) {
   ::iovec v[] = {{nullptr, 0}, {a.data(), 100}, {nullptr, 0}, {b.data(), 200}};
   iov::iov_iter it;
   iov::iov_iter_init(&it, iov::ITER_SOURCE, v, 4, 250);
-  EXPECT_THAT(viewed(it), ::testing::ElementsAre(Piece{a.data(), 100}, Piece{b.data(), 150}));
+  EXPECT_THAT(viewed(it), ::testing::ElementsAre(ViewedPiece{a.data(), 100}, ViewedPiece{b.data(), 150}));
   EXPECT_EQ(viewed(it), walked(it));
 }
 
@@ -65,11 +65,11 @@ TEST(Pieces, BvecPiecesNeverCrossAPage) {
   iov::bio_vec bv[] = {{p, 6000, 4000}, {p + 3, 0, 0}, {p + 3, 100, 4000}};
   iov::iov_iter it;
   iov::iov_iter_bvec(&it, iov::ITER_DEST, bv, 3, 6100);
-  std::vector<Piece> got = viewed(it);
+  std::vector<ViewedPiece> got = viewed(it);
   const std::byte* base = reinterpret_cast<const std::byte*>(p);
-  EXPECT_THAT(got, ::testing::ElementsAre(Piece{base + 4000, 96}, Piece{base + 4096, 4096},
-                                          Piece{base + 8192, 1808}, Piece{base + 3 * 4096 + 4000, 96},
-                                          Piece{base + 4 * 4096, 4}));
+  EXPECT_THAT(got, ::testing::ElementsAre(ViewedPiece{base + 4000, 96}, ViewedPiece{base + 4096, 4096},
+                                          ViewedPiece{base + 8192, 1808}, ViewedPiece{base + 3 * 4096 + 4000, 96},
+                                          ViewedPiece{base + 4 * 4096, 4}));
   EXPECT_EQ(got, walked(it));
   iov::free_pages(p, 3);
 }
@@ -84,7 +84,7 @@ TEST(Pieces, XarrayEndsAtAMissingIndex) {
   iov::iov_iter_xarray(&it, iov::ITER_SOURCE, &xa, 10 * 4096 + 100, 3 * 4096);
   const std::byte* b0 = reinterpret_cast<const std::byte*>(p0);
   const std::byte* b1 = reinterpret_cast<const std::byte*>(p1);
-  EXPECT_THAT(viewed(it), ::testing::ElementsAre(Piece{b0 + 100, 3996}, Piece{b1, 4096}));
+  EXPECT_THAT(viewed(it), ::testing::ElementsAre(ViewedPiece{b0 + 100, 3996}, ViewedPiece{b1, 4096}));
   EXPECT_EQ(viewed(it), walked(it));
   iov::xa_destroy(&xa);
   iov::free_page(p0);

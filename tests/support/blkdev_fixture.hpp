@@ -34,6 +34,8 @@
 
 namespace iov_test {
 
+inline constexpr uint64_t kMiB = uint64_t{1} << 20;
+
 // The device a test asked for; failing to make it fails the test.
 template <class Device>
 std::unique_ptr<Device> made(absl::StatusOr<std::unique_ptr<Device>> dev) {
