@@ -5,7 +5,7 @@
 // when the system allows it. Orders 0..9 are a buddy allocator over the
 // chunks, under one lock; order 0, nearly all of a driver's traffic, goes
 // through a per-thread cache first and takes the lock once per batch. Orders
-// above 9 get a mapping of their own.
+// above 9 get a mapping of their own (src/page_alloc_direct.cc).
 //
 // __GFP_VMAPPABLE allocations come from a second pool of the same shape
 // whose chunks are ranges of a memfd (src/page_alloc_shared.cc), so that
@@ -20,84 +20,20 @@
 #include <sys/mman.h>
 
 #include <algorithm>
-#include <cstring>
-#include <mutex>
 #include <new>
 #include <vector>
 
 #include "iov/internal/fault_inject.hpp"
-#include "page_alloc_internal.hpp"
-
-// Under AddressSanitizer free frames are poisoned, so that a use after free
-// or an overflow into a free neighbour is caught as it was when each page
-// was its own malloc.
-#if defined(__SANITIZE_ADDRESS__)
-#define IOV_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define IOV_ASAN 1
-#endif
-#endif
-#ifdef IOV_ASAN
-#include <sanitizer/asan_interface.h>
-#define IOV_POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
-#define IOV_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
-#else
-#define IOV_POISON(p, n) ((void)(p), (void)(n))
-#define IOV_UNPOISON(p, n) ((void)(p), (void)(n))
-#endif
+#include "page_alloc_pool.hpp"
 
 namespace iov {
 namespace internal {
 namespace {
 
-constexpr unsigned RELEASE_ORDER = 7;            // free runs of 512 KiB and more are given back
-constexpr size_t RELEASE_AFTER_FRAMES = 4096;    // ... once 16 MiB of them hold old data
+constexpr size_t RELEASE_AFTER_FRAMES = 4096;    // RELEASE_ORDER runs: once 16 MiB of them hold old data
 constexpr size_t SPARE_CHUNKS = 8;               // entirely free chunks kept mapped (16 MiB)
 constexpr unsigned CACHE_CAPACITY = 256, CACHE_BATCH = 64;
 constexpr unsigned MAX_ORDER = 40 - PAGE_SHIFT;  // 1 TiB: larger requests fail
-constexpr unsigned TRYLOCK_SPINS = 64;
-
-struct thread_cache;
-
-struct free_area {
-  frame_meta* first = nullptr;
-  size_t count = 0;
-};
-
-}  // namespace
-
-// A pool. Everything below `lock` is guarded by it.
-struct allocator {
-  bool shared = false;  // frames from the memfd (__GFP_VMAPPABLE)
-  std::mutex lock;
-  free_area areas[CHUNK_ORDER + 1];
-  size_t chunks_held = 0;
-  size_t frames_out = 0;         // frames taken from the free lists (by users and thread caches)
-  size_t frames_free = 0;        // frames on the free lists
-  size_t dirty_large = 0;        // frames in free blocks of RELEASE_ORDER or more not known zero
-  size_t direct_bytes = 0;
-  size_t bytes_returned = 0;
-  thread_cache* caches = nullptr;  // the threads' caches, for the statistics
-};
-
-namespace {
-
-enum pool_index : unsigned { DEFAULT_POOL, SHARED_POOL, NR_POOLS };
-
-allocator* make_pools() {
-  auto* p = new allocator[NR_POOLS];  // never destroyed: threads may exit after main
-  p[SHARED_POOL].shared = true;
-  return p;
-}
-
-allocator& pool(unsigned index) {
-  static allocator* pools = make_pools();
-  return pools[index];
-}
-
-allocator& pool_for(gfp_t gfp) { return pool(gfp & __GFP_VMAPPABLE ? SHARED_POOL : DEFAULT_POOL); }
-unsigned index_of(const allocator& a) { return a.shared ? SHARED_POOL : DEFAULT_POOL; }
 
 // Gives the frames at addr back to the system; they read as zeroes after.
 bool release_range(const allocator& a, void* addr, size_t bytes) {
@@ -272,20 +208,6 @@ void after_free(allocator& a, chunk* emptied, unmap_list& later) {
     release_dirty_runs(a);
 }
 
-// The lock; without __GFP_DIRECT_RECLAIM only if it is free within a few tries.
-bool lock_for(allocator& a, gfp_t gfp) {
-  if (gfpflags_allow_blocking(gfp)) {
-    a.lock.lock();
-    return true;
-  }
-  for (unsigned i = 0; i < TRYLOCK_SPINS; i++) {
-    if (a.lock.try_lock())
-      return true;
-    __builtin_ia32_pause();
-  }
-  return false;
-}
-
 // A block of `order` from the free lists, mapping a chunk when they have none.
 // Returns with the lock held when it succeeds.
 frame_meta* take_block_mapping(allocator& a, gfp_t gfp, unsigned order, bool* zeroed) {
@@ -309,6 +231,8 @@ frame_meta* take_block_mapping(allocator& a, gfp_t gfp, unsigned order, bool* ze
   }
 }
 
+}  // namespace
+
 // --- Per-thread caches of order-0 frames --------------------------------------
 
 // One a pool.
@@ -328,6 +252,8 @@ struct thread_cache {
   }
   ~thread_cache();
 };
+
+namespace {
 
 // Moves frames to the free lists until `keep` remain (lock held).
 void drain_locked(allocator& a, thread_cache& tc, unsigned keep, unmap_list& later) {
@@ -363,6 +289,8 @@ void unregister_cache(allocator& a, thread_cache& tc) {
   tc.registered = false;
 }
 
+}  // namespace
+
 thread_cache::~thread_cache() {
   if (!registered && !n)
     return;
@@ -372,6 +300,8 @@ thread_cache::~thread_cache() {
   drain_locked(a, *this, 0, later);
   unregister_cache(a, *this);
 }
+
+namespace {
 
 thread_local thread_cache this_thread_caches[NR_POOLS] = {thread_cache(DEFAULT_POOL), thread_cache(SHARED_POOL)};
 
@@ -392,24 +322,6 @@ bool refill(allocator& a, thread_cache& tc, gfp_t gfp) {
   a.lock.unlock();
   tc.set_n(n);
   return true;
-}
-
-page* hand_out(frame_meta* m, unsigned order, gfp_t gfp, bool zeroed) {
-  bool direct = m->flags & F_DIRECT;  // a direct mapping's tails have no metadata
-  m->order.store(static_cast<uint8_t>(order), std::memory_order_relaxed);
-  m->flags.store(F_HEAD | (direct ? F_DIRECT : 0) | (order && (gfp & __GFP_COMP) ? F_COMPOUND : 0), std::memory_order_relaxed);
-  page* p = page_of(m);
-  IOV_UNPOISON(p, PAGE_SIZE << order);
-  if ((m->flags & F_COMPOUND) && !direct) {
-    for (size_t i = 1; i < (size_t{1} << order); i++) {
-      m[i].flags.store(F_TAIL, std::memory_order_relaxed);
-      m[i].head_index = m->index;
-    }
-  }
-  if ((gfp & __GFP_ZERO) && !zeroed)
-    std::memset(p, 0, PAGE_SIZE << order);
-  m->refcount.store(1, std::memory_order_release);
-  return p;
 }
 
 page* alloc_order0(gfp_t gfp) {
@@ -438,64 +350,6 @@ void free_order0(frame_meta* m) {
   m->flags.store(F_CACHED, std::memory_order_relaxed);
   tc.frames[tc.n] = m;
   tc.set_n(tc.n + 1);
-}
-
-void unmap_direct_memory(void* mem, size_t bytes, int fd) {
-  if (fd >= 0)
-    shared_direct_unmap(mem, bytes, fd);
-  else
-    munmap(mem, bytes);
-}
-
-page* alloc_direct(gfp_t gfp, unsigned order) {
-  size_t bytes = PAGE_SIZE << order;
-  allocator& a = pool_for(gfp);
-  int fd = -1;
-  void* mem = a.shared ? shared_direct_map(bytes, &fd) : map_aligned(bytes, bytes);
-  if (!mem)
-    return nullptr;
-  auto* d = new (std::nothrow) direct_mapping();
-  if (!d || !lock_for(a, gfp)) {
-    unmap_direct_memory(mem, bytes, fd);
-    delete d;
-    return nullptr;
-  }
-  d->kind = region_kind::direct;
-  d->base = reinterpret_cast<uintptr_t>(mem);
-  d->bytes = bytes;
-  d->pool = &a;
-  d->fd = fd;
-  bool ok = true;
-  for (size_t off = 0; off < bytes && ok; off += CHUNK_SIZE)
-    ok = set_region(d->base + off, d);
-  if (ok)
-    a.direct_bytes += bytes;
-  else
-    for (size_t off = 0; off < bytes; off += CHUNK_SIZE)
-      set_region(d->base + off, nullptr);
-  a.lock.unlock();
-  if (!ok) {
-    unmap_direct_memory(mem, bytes, fd);
-    delete d;
-    return nullptr;
-  }
-  d->head.flags.store(F_DIRECT, std::memory_order_relaxed);
-  return hand_out(&d->head, order, gfp, true);
-}
-
-void free_direct(frame_meta* head) {
-  auto* d = reinterpret_cast<direct_mapping*>(reinterpret_cast<unsigned char*>(head) -
-                                              offsetof(direct_mapping, head));
-  allocator& a = *d->pool;
-  {
-    std::lock_guard g(a.lock);
-    for (size_t off = 0; off < d->bytes; off += CHUNK_SIZE)
-      set_region(d->base + off, nullptr);
-    a.direct_bytes -= d->bytes;
-    a.bytes_returned += d->bytes;
-  }
-  unmap_direct_memory(reinterpret_cast<void*>(d->base), d->bytes, d->fd);
-  delete d;
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // page_alloc_internal.hpp: the allocator's frame metadata and the lookup from
-// a frame to it, shared by src/page_alloc.cc (the buddy allocator),
+// a frame to it, shared by src/page_alloc.cc (the buddy allocator) and
+// src/page_alloc_direct.cc (orders above 9) through page_alloc_pool.hpp,
 // src/page_region.cc (the address table, the mappings), src/page_alloc_shared.cc
 // (the memfd behind __GFP_VMAPPABLE frames), src/page_ref.cc (reference
 // counts, compound pages, deferred frees) and src/vmalloc.cc.
