@@ -328,13 +328,9 @@ TEST(FioRun, EveryWorkloadAndIteratorMovesTheBytesAskedFor) {
 // --ioengine=memcpy: the same requests, as copies between the buffers and a
 // mapping, so the device is never asked for anything (a written brd would
 // hold pages), and it does not verify. Batches of 3 and of 40 (three
-// prefetched windows, the last short) of blocks smaller and larger than
-// the head the engine prefetches.
+// prefetched windows) of blocks larger and smaller than the prefetched head.
 TEST(FioRun, TheMemcpyEngineMovesTheBytesAskedForWithoutTheDriver) {
-  struct shape {
-    const char *bs, *depth, *batch;
-    uint64_t ios;  // per job: --io_size / --bs
-  };
+  struct shape { const char *bs, *depth, *batch; uint64_t ios; };  // ios per job: --io_size / --bs
   for (const shape& sh : {shape{"--bs=16k", "--iodepth=3", "--iodepth_batch_submit=3", 32},
                           shape{"--bs=512", "--iodepth=40", "--iodepth_batch_submit=40", 1024}}) {
     for (rw_pattern rw : {rw_pattern::randread, rw_pattern::randwrite, rw_pattern::randrw, rw_pattern::write}) {
