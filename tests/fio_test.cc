@@ -327,24 +327,29 @@ TEST(FioRun, EveryWorkloadAndIteratorMovesTheBytesAskedFor) {
 
 // --ioengine=memcpy: the same requests, as copies between the buffers and a
 // mapping, so the device is never asked for anything (a written brd would
-// hold pages), and it does not verify.
+// hold pages), and it does not verify. Batches of 3 and of 40 (three
+// prefetched windows) of blocks larger and smaller than the prefetched head.
 TEST(FioRun, TheMemcpyEngineMovesTheBytesAskedForWithoutTheDriver) {
-  for (rw_pattern rw : {rw_pattern::randread, rw_pattern::randwrite, rw_pattern::randrw, rw_pattern::write}) {
-    auto o = parse({"--driver=brd", "--size=1m", "--bs=16k", "--io_size=512k", "--iodepth=3", "--numjobs=2",
-                    "--iodepth_batch_submit=3", "--prefill", "--ioengine=memcpy"});
-    ASSERT_TRUE(o.ok()) << o.status();
-    o->rw = rw;
-    SCOPED_TRACE(iov::fio::rw_name(rw));
-    auto dev = iov::blkdev_create(o->driver, o->settings);
-    ASSERT_TRUE(dev.ok()) << dev.status();
-    auto r = iov::fio::run(*o, **dev);
-    EXPECT_EQ(r.error, 0) << r.error_text;
-    EXPECT_EQ(r.read.ios + r.write.ios, 2u * 32);
-    EXPECT_EQ(r.read.clat.count(), r.read.ios);
-    std::vector<iov::blk_extent> map;
-    ASSERT_EQ((*dev)->map_extents(0, (1u << 20) >> 9, &map), 0);
-    ASSERT_EQ(map.size(), 1u);  // the whole device one hole: nothing was written to it
-    EXPECT_TRUE(map[0].flags & iov::BLK_EXTENT_HOLE);
+  struct shape { const char *bs, *depth, *batch; uint64_t ios; };  // ios per job: --io_size / --bs
+  for (const shape& sh : {shape{"--bs=16k", "--iodepth=3", "--iodepth_batch_submit=3", 32},
+                          shape{"--bs=512", "--iodepth=40", "--iodepth_batch_submit=40", 1024}}) {
+    for (rw_pattern rw : {rw_pattern::randread, rw_pattern::randwrite, rw_pattern::randrw, rw_pattern::write}) {
+      auto o = parse({"--driver=brd", "--size=1m", sh.bs, "--io_size=512k", sh.depth, "--numjobs=2", sh.batch,
+                      "--prefill", "--ioengine=memcpy"});
+      ASSERT_TRUE(o.ok()) << o.status();
+      o->rw = rw;
+      SCOPED_TRACE(std::string(iov::fio::rw_name(rw)) + " " + sh.bs + " " + sh.batch);
+      auto dev = iov::blkdev_create(o->driver, o->settings);
+      ASSERT_TRUE(dev.ok()) << dev.status();
+      auto r = iov::fio::run(*o, **dev);
+      EXPECT_EQ(r.error, 0) << r.error_text;
+      EXPECT_EQ(r.read.ios + r.write.ios, 2u * sh.ios);
+      EXPECT_EQ(r.read.clat.count(), r.read.ios);
+      std::vector<iov::blk_extent> map;
+      ASSERT_EQ((*dev)->map_extents(0, (1u << 20) >> 9, &map), 0);
+      ASSERT_EQ(map.size(), 1u);  // the whole device one hole: nothing was written to it
+      EXPECT_TRUE(map[0].flags & iov::BLK_EXTENT_HOLE);
+    }
   }
   auto bad = parse({"--ioengine=memcpy", "--rw=write", "--verify=crc32c"});
   ASSERT_FALSE(bad.ok());

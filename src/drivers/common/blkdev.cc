@@ -75,10 +75,22 @@ int blkdev::submit_batch(std::span<blk_request> rqs, std::span<int> results) {
   for (size_t i = 0; i < rqs.size(); i += kWindow) {
     const size_t n = std::min(kWindow, rqs.size() - i);
     prefetch_requests(rqs.subspan(i, n));
+    // A run of READs goes through one read-side section, so that each
+    // page's section in the driver nests (a thread-local increment): the
+    // kernel's rcu_read_lock() is a preempt count, where our outermost one
+    // calls into liburcu (6% of brd's batched 4 KiB reads on Zen 5). READs
+    // never wait for a grace period; anything else may (a discard's
+    // deferred free waits when it cannot allocate), so it runs outside.
+    bool in_section = false;
     for (size_t k = i; k < i + n; k++) {
+      if (const bool read = rqs[k].op == REQ_OP_READ; read != in_section) {
+        read ? rcu_read_lock() : rcu_read_unlock();
+        in_section = read;
+      }
       results[k] = submit(rqs[k]);
       if (results[k] && !first_err) first_err = results[k];
     }
+    if (in_section) rcu_read_unlock();
   }
   return first_err;
 }

@@ -216,7 +216,10 @@ class blkdev {
   // buys is that the device sees the requests ahead, as the kernel's blk-mq
   // hands a plugged list to ->queue_rqs(): brd fetches the xarray slots of up
   // to 16 requests before copying for the first, so that their cache misses
-  // overlap. -EINVAL, with nothing submitted, when results is shorter than rqs.
+  // overlap. Consecutive READs of a window run inside one RCU read-side
+  // section (a driver's READ must therefore never wait for a grace period,
+  // nor for a lock whose holder may). -EINVAL, with nothing submitted, when
+  // results is shorter than rqs.
   int submit_batch(std::span<blk_request> rqs, std::span<int> results);
 
   virtual const char* name() const = 0;             // "brd", "null_blk"

@@ -30,7 +30,8 @@ enum class iter_kind { ubuf, iovec, bvec, fixed };
 // memcpy is the limit the driver is measured against: each request a plain
 // memcpy between its buffer and an anonymous mapping of --size on
 // transparent huge pages, written whole first, through the same loop
-// (offsets, clock, histogram) with no driver.
+// (offsets, clock, histogram) with no driver; a batch's windows are
+// prefetched first, as submit_batch does for brd (workload.cc's memcpy_io).
 enum class ioengine { blkdev, memcpy };
 
 struct job_options {
