@@ -328,23 +328,36 @@ void install(simd_level l) {
 }
 
 // The trial: 16 KiB of zeroes scanned as four 4 KiB pieces (a walk over bvec
-// pages) and once flat. The buffer is never written, so its pages are all the
-// kernel's zero page: in L1 after the untimed run, and no stack used.
-alignas(64) u8 trial_zeroes[16384];
-
+// pages) and once flat, in L1 after the untimed run (simd_trial_zeroes: its
+// own pages, no stack used).
 uint32_t trial(simd_level l) {
-  constexpr size_t kPiece = 4096, kPieces = sizeof trial_zeroes / kPiece;
+  constexpr size_t kPiece = 4096, kPieces = kSimdTrialBytes / kPiece;
+  const u8* zeroes = simd_trial_zeroes();
   const mem_is_zero_fn scan = kernels_of(l).mem_is_zero;
   const uint64_t t0 = simd_trial_clock_ns();
-  bool zero = scan(trial_zeroes, sizeof trial_zeroes);
+  bool zero = scan(zeroes, kSimdTrialBytes);
   for (size_t k = 0; k < kPieces; k++)
-    zero &= scan(trial_zeroes + k * kPiece, kPiece);
+    zero &= scan(zeroes + k * kPiece, kPiece);
   const uint64_t t1 = simd_trial_clock_ns();
   asm volatile("" ::"r"(zero));
   return static_cast<uint32_t>(t1 - t0);
 }
 
-constinit simd_dispatch<install, trial> dispatch;
+// The measured choice leaves the AVX-512 level out on AMD family 25 (Zen 4;
+// Zen 3 lacks it). Zen 4 executes each 512-bit load as two 256-bit halves, so
+// in L1, where the trial runs, the AVX2 level reads as fast (64 bytes a cycle
+// either way) and the 5 % margin keeps avx512; streaming, where a trial
+// cannot look (a buffer past the L3 would take milliseconds), the AVX-512
+// scan took 1.37-1.55x the read limit there (2026-12-03) while the portable
+// level ran at ISA-L's speed. Nor does the order in L1 tell the streaming
+// order on Zen 5: 16 KiB in L1 at avx512 31 ns against avx2 62 ns, over
+// 256 MiB streaming within 5 % of each other. IOV_SIMD=avx512 still forces it.
+bool rule(simd_level l) {
+  const simd_cpu_id cpu = simd_cpu();
+  return l != simd_level::avx512 || !(cpu.amd && cpu.family == 25);
+}
+
+constinit simd_dispatch<install, trial, cpu_supports, rule> dispatch;
 
 const void* memchr_inv_resolve(const void* p, int c, size_t len) {
   dispatch.resolve();
