@@ -350,8 +350,9 @@ uint32_t trial(simd_level l) {
 // cannot look (a buffer past the L3 would take milliseconds), the AVX-512
 // scan took 1.37-1.55x the read limit there (2026-12-03) while the portable
 // level ran at ISA-L's speed. Nor does the order in L1 tell the streaming
-// order on Zen 5: 16 KiB in L1 at avx512 31 ns against avx2 62 ns, over
-// 256 MiB streaming within 5 % of each other. IOV_SIMD=avx512 still forces it.
+// order on Zen 5: 16 KiB in L1 at avx512 31 ns against avx2 62 ns, flat over
+// 256 MiB streaming 0.93-0.97 of ISA-L's time against 0.95-0.99.
+// IOV_SIMD=avx512 still forces it.
 bool rule(simd_level l) {
   const simd_cpu_id cpu = simd_cpu();
   return l != simd_level::avx512 || !(cpu.amd && cpu.family == 25);
