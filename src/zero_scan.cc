@@ -199,9 +199,9 @@ IOV_TARGET_AVX2 bool mem_is_zero_avx2(const void* s, size_t len) {
   }
   // The head only, not the middle and the tail as the AVX-512 level does:
   // over 256 MiB of 4 KiB bvec pages streaming on AMD Zen 5 (iov-bench) those
-  // two probes held this level at 1.24-1.25x ISA-L's time, 1.06-1.16x
-  // without (the AVX-512 level, a page in eight tests, is not slowed by
-  // them: 0.98-1.07x). The tail is read last.
+  // two probes held this level at 1.24-1.25x ISA-L's time, 0.98-1.17x
+  // without (six runs; the AVX-512 level, a page in eight tests, is not
+  // slowed by them: 0.98-1.07x). The tail is read last.
   __m256i v = load256(p);
   if (!_mm256_testz_si256(v, v)) return false;
   const u8* q = align_down(p + 32, 32);
