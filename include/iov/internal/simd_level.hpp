@@ -108,7 +108,7 @@ simd_choice simd_choose(simd_trial_fn trial, simd_supports_fn supports, simd_sup
 uint64_t simd_trial_clock_ns();
 
 // The zero scan's and the CRC engine's trial bytes: kSimdTrialBytes of zeroes,
-// 64-byte aligned, in pages of their own. Written once, at the first call:
+// page-aligned, in pages of their own. Written once, at the first call:
 // a buffer never written maps every page to the kernel's one zero page, and
 // on AMD Zen the L1 data cache, whose way predictor works on virtual
 // addresses, misses on each new alias of a line, so the levels timed there
