@@ -28,6 +28,14 @@ std::string describe(const iov::internal::simd_choice& c) {
     s += buf;
     sep = ", ";
   }
+  for (int k = 0; k < iov::internal::kSimdLevels; k++) {
+    if (c.ruled_out & (1u << k)) {
+      s += sep;
+      s += iov::internal::simd_level_name(static_cast<iov::internal::simd_level>(k));
+      s += " ruled out on this CPU";
+      sep = ", ";
+    }
+  }
   return s + ")";
 }
 

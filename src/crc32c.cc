@@ -125,13 +125,14 @@ IOV_NOINLINE void copy_update_portable(crc32c_state* st, void* dst, const void* 
 }
 
 // The trial: 8 KiB in 512-byte pieces (sectors, where the levels differ most:
-// the portable level pays a flat call per piece). The buffer is never
-// written (the kernel's zero page, no stack used). The state is set up by
-// hand, not by crc32c_init(), which would ask for the level being chosen.
-alignas(64) unsigned char trial_bytes[8192];
-
+// the portable level pays a flat call per piece), of the zero scan's trial
+// bytes (simd_trial_zeroes: pages of their own, no stack used). The state is
+// set up by hand, not by crc32c_init(), which would ask for the level being
+// chosen.
 uint32_t trial(simd_level l) {
-  constexpr size_t kPiece = 512, kPieces = sizeof trial_bytes / kPiece;
+  constexpr size_t kBytes = 8192, kPiece = 512, kPieces = kBytes / kPiece;
+  static_assert(kBytes <= kSimdTrialBytes);
+  const unsigned char* trial_bytes = simd_trial_zeroes();
   crc32c_state st;
   st.tail_len = 0;
   st.tail_crc = ~0u;

@@ -7,6 +7,10 @@
 
 #include <time.h>
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#endif
+
 namespace iov::internal {
 namespace {
 
@@ -16,6 +20,25 @@ constexpr uint64_t kChooseBudgetNs = 300'000;
 constexpr int kRounds = 5;
 
 constinit std::atomic<int> cpu_cap{static_cast<int>(simd_level::avx512)};
+
+// A test's answer for simd_cpu(): set under the tests' own ordering (they
+// choose again afterwards), read by choices made under their dispatch locks.
+constinit std::atomic<bool> cpu_id_forced{false};
+simd_cpu_id cpu_id_for_test;
+
+simd_cpu_id cpu_id_of_cpuid() {
+  simd_cpu_id id;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  unsigned a, b, c, d;
+  if (__get_cpuid(0, &a, &b, &c, &d) == 0) return id;
+  id.amd = b == 0x68747541 && d == 0x69746e65 && c == 0x444d4163;  // "AuthenticAMD"
+  if (__get_cpuid(1, &a, &b, &c, &d) == 0) return id;
+  const unsigned base_family = (a >> 8) & 0xf, base_model = (a >> 4) & 0xf;
+  id.family = base_family == 0xf ? base_family + ((a >> 20) & 0xff) : base_family;
+  id.model = base_family == 0xf || base_family == 6 ? base_model | (((a >> 16) & 0xf) << 4) : base_model;
+#endif
+  return id;
+}
 
 bool cpu_has(simd_level l) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -40,6 +63,19 @@ bool cpu_supports(simd_level l) {
   return static_cast<int>(l) <= cpu_cap.load(std::memory_order_relaxed) && cpu_has(l);
 }
 
+simd_cpu_id simd_cpu() {
+  if (cpu_id_forced.load(std::memory_order_acquire)) return cpu_id_for_test;
+  static const simd_cpu_id own = cpu_id_of_cpuid();
+  return own;
+}
+
+void simd_cpu_id_for_test(const simd_cpu_id* id) {
+  cpu_id_forced.store(false, std::memory_order_release);
+  if (id == nullptr) return;
+  cpu_id_for_test = *id;
+  cpu_id_forced.store(true, std::memory_order_release);
+}
+
 void simd_cpu_cap_for_test(simd_level cap) { cpu_cap.store(static_cast<int>(cap), std::memory_order_relaxed); }
 
 bool simd_env_level(simd_level* l) {
@@ -60,7 +96,17 @@ uint64_t simd_trial_clock_ns() {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-simd_choice simd_choose(simd_trial_fn trial, simd_supports_fn supports) {
+const unsigned char* simd_trial_zeroes() {
+  alignas(4096) static unsigned char bytes[kSimdTrialBytes];
+  static const unsigned char* written = [] {
+    std::memset(bytes, 0, sizeof bytes);
+    asm volatile("" ::"r"(bytes) : "memory");  // stores the compiler may not drop
+    return bytes;
+  }();
+  return written;
+}
+
+simd_choice simd_choose(simd_trial_fn trial, simd_supports_fn supports, simd_supports_fn rule) {
   const uint64_t start = simd_trial_clock_ns();
   simd_choice c;
   bool runs[kSimdLevels];
@@ -76,6 +122,13 @@ simd_choice simd_choose(simd_trial_fn trial, simd_supports_fn supports) {
     while (c.level != simd_level::portable && !runs[static_cast<int>(c.level)])
       c.level = static_cast<simd_level>(static_cast<int>(c.level) - 1);
   } else {
+    for (int k = 1; k < kSimdLevels; k++) {
+      if (runs[k] && rule != nullptr && !rule(static_cast<simd_level>(k))) {
+        runs[k] = false;
+        c.ruled_out |= static_cast<uint8_t>(1u << k);
+      }
+    }
+    while (!runs[static_cast<int>(best)]) best = static_cast<simd_level>(static_cast<int>(best) - 1);
     // One untimed run each first: page faults on the job's buffers, the code
     // brought into cache, and (on Intel) the wide units powered up, which
     // would otherwise count against whichever level runs first.

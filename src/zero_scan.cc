@@ -8,10 +8,11 @@
 //
 // Every kernel has the same shape, so one can be checked against another:
 // short buffers in one or two overlapping (or masked) loads, up to eight
-// vectors ORed with one test; otherwise the first, last and middle vectors
-// first (most non-zero buffers fail there), then an aligned body that ORs
-// several vectors before each test, so the loop runs at the load ports' rate
-// rather than the branch's.
+// vectors ORed with one test; otherwise the first vector (and at the AVX-512
+// level the last and middle ones: most non-zero buffers fail there; at the
+// other levels those probes slow a streaming scan of 4 KiB pieces), then an
+// aligned body that ORs several vectors before each test, so the loop runs at
+// the load ports' rate rather than the branch's.
 #include <cstdint>
 #include <cstring>
 
@@ -46,6 +47,8 @@ template <class T>
 inline const T* align_down(const T* p, uintptr_t a) {
   return reinterpret_cast<const T*>(reinterpret_cast<uintptr_t>(p) & ~(a - 1));
 }
+
+constexpr size_t kPageBytes = 4096;  // the MMU's page, for the prefetch below
 
 inline const u8* first_mismatch_bytes(const u8* p, u8 c, size_t len) {
   for (size_t k = 0; k < len; k++)
@@ -104,10 +107,14 @@ const void* memchr_inv_portable(const void* s, int c, size_t len) {
   return first_mismatch_bytes(p + k, b, len - k);
 }
 
+// No probes of the middle and last bytes before the loop (the AVX-512
+// level's shape): over 256 MiB of 4 KiB bvec pages streaming on AMD Zen 5
+// (iov-bench) they held the scan at 1.76-1.79x ISA-L's time, 1.10-1.21x
+// without; even a probe of the first byte alone cost as much (a loop of our
+// own). The loop's first test fails on a non-zero head as early.
 bool mem_is_zero_portable(const void* s, size_t len) {
   const u8* p = static_cast<const u8*>(s);
   if (len < 16) return or_short(p, len) == 0;
-  if ((p[0] | p[len / 2] | p[len - 1]) != 0) return false;
   size_t k = 0;
   for (; k + 128 <= len; k += 128) {
     vec16 x = ((load_vec16(p + k) | load_vec16(p + k + 16)) | (load_vec16(p + k + 32) | load_vec16(p + k + 48))) |
@@ -185,13 +192,17 @@ IOV_TARGET_AVX2 bool mem_is_zero_avx2(const void* s, size_t len) {
     __m128i v = _mm_or_si128(load128(p), load128(p + len - 16));
     return _mm_testz_si128(v, v);
   }
-  __m256i v = _mm256_or_si256(load256(p), load256(p + len - 32));
-  if (len <= 64) return _mm256_testz_si256(v, v);
-  if (len <= 256) {  // fewer loads than the probes and the aligned body would take
+  if (len <= 256) {  // fewer loads than the head test and the aligned body would take
+    __m256i v = _mm256_or_si256(load256(p), load256(p + len - 32));
     for (size_t k = 32; k < len - 32; k += 32) v = _mm256_or_si256(v, load256(p + k));
     return _mm256_testz_si256(v, v);
   }
-  v = _mm256_or_si256(v, load256(p + len / 2 - 16));
+  // The head only, not the middle and the tail as the AVX-512 level does:
+  // over 256 MiB of 4 KiB bvec pages streaming on AMD Zen 5 (iov-bench) those
+  // two probes held this level at 1.24-1.25x ISA-L's time, 0.98-1.17x
+  // without (six runs; the AVX-512 level, a page in eight tests, is not
+  // slowed by them: 0.98-1.07x). The tail is read last.
+  __m256i v = load256(p);
   if (!_mm256_testz_si256(v, v)) return false;
   const u8* q = align_down(p + 32, 32);
   const u8* e = align_down(p + len, 32);
@@ -203,7 +214,7 @@ IOV_TARGET_AVX2 bool mem_is_zero_avx2(const void* s, size_t len) {
     a = _mm256_or_si256(a, b);
     if (!_mm256_testz_si256(a, a)) return false;
   }
-  __m256i acc = _mm256_setzero_si256();
+  __m256i acc = load256(p + len - 32);
   for (; q < e; q += 32) acc = _mm256_or_si256(acc, load256(q));
   return _mm256_testz_si256(acc, acc);
 }
@@ -274,6 +285,14 @@ IOV_TARGET_AVX512 bool mem_is_zero_avx512(const void* s, size_t len) {
   const u8* q = align_down(p + 64, 64);
   const u8* e = align_down(p + len, 64);
   for (; e - q >= 512; q += 512) {
+    // At each page's start, a prefetch of the next page's first line, when the
+    // buffer goes on there: its translation and first line come while this
+    // page is read. Flat over 256 MiB of 4 KiB pages streaming on AMD Zen 5
+    // (iov-bench) the scan went from 1.06-1.14x ISA-L's time to 0.92-0.96x
+    // (in a loop of our own: 4 KiB ahead 0.85-0.88, 8 KiB 0.88). A piece of
+    // 4 KiB or less, a walk's page, is scanned as before.
+    if ((reinterpret_cast<uintptr_t>(q) & (kPageBytes - 1)) == 0 && static_cast<size_t>(e - q) > kPageBytes)
+      _mm_prefetch(reinterpret_cast<const char*>(q + kPageBytes), _MM_HINT_T0);
     __m512i a = _mm512_or_si512(_mm512_or_si512(load512(q), load512(q + 64)),
                                 _mm512_or_si512(load512(q + 128), load512(q + 192)));
     __m512i b = _mm512_or_si512(_mm512_or_si512(load512(q + 256), load512(q + 320)),
@@ -309,23 +328,37 @@ void install(simd_level l) {
 }
 
 // The trial: 16 KiB of zeroes scanned as four 4 KiB pieces (a walk over bvec
-// pages) and once flat. The buffer is never written, so its pages are all the
-// kernel's zero page: in L1 after the untimed run, and no stack used.
-alignas(64) u8 trial_zeroes[16384];
-
+// pages) and once flat, in L1 after the untimed run (simd_trial_zeroes: its
+// own pages, no stack used).
 uint32_t trial(simd_level l) {
-  constexpr size_t kPiece = 4096, kPieces = sizeof trial_zeroes / kPiece;
+  constexpr size_t kPiece = 4096, kPieces = kSimdTrialBytes / kPiece;
+  const u8* zeroes = simd_trial_zeroes();
   const mem_is_zero_fn scan = kernels_of(l).mem_is_zero;
   const uint64_t t0 = simd_trial_clock_ns();
-  bool zero = scan(trial_zeroes, sizeof trial_zeroes);
+  bool zero = scan(zeroes, kSimdTrialBytes);
   for (size_t k = 0; k < kPieces; k++)
-    zero &= scan(trial_zeroes + k * kPiece, kPiece);
+    zero &= scan(zeroes + k * kPiece, kPiece);
   const uint64_t t1 = simd_trial_clock_ns();
   asm volatile("" ::"r"(zero));
   return static_cast<uint32_t>(t1 - t0);
 }
 
-constinit simd_dispatch<install, trial> dispatch;
+// The measured choice leaves the AVX-512 level out on AMD family 25 (Zen 4;
+// Zen 3 lacks it). Zen 4 executes each 512-bit load as two 256-bit halves, so
+// in L1, where the trial runs, the AVX2 level reads as fast (64 bytes a cycle
+// either way) and the 5 % margin keeps avx512; streaming, where a trial
+// cannot look (a buffer past the L3 would take milliseconds), the AVX-512
+// scan took 1.37-1.55x the read limit there (2026-12-03) while the portable
+// level ran at ISA-L's speed. Nor does the order in L1 tell the streaming
+// order on Zen 5: 16 KiB in L1 at avx512 31 ns against avx2 62 ns, flat over
+// 256 MiB streaming 0.93-0.97 of ISA-L's time against 0.95-0.99.
+// IOV_SIMD=avx512 still forces it.
+bool rule(simd_level l) {
+  const simd_cpu_id cpu = simd_cpu();
+  return l != simd_level::avx512 || !(cpu.amd && cpu.family == 25);
+}
+
+constinit simd_dispatch<install, trial, cpu_supports, rule> dispatch;
 
 const void* memchr_inv_resolve(const void* p, int c, size_t len) {
   dispatch.resolve();

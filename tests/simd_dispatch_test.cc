@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -59,6 +60,7 @@ class SimdDispatch : public ::testing::Test {
     if (had_env_) setenv("IOV_SIMD", saved_env_.c_str(), 1);
     else unsetenv("IOV_SIMD");
     iov::internal::simd_cpu_cap_for_test(simd_level::avx512);
+    iov::internal::simd_cpu_id_for_test(nullptr);
     for (const simd_family& f : kSimdFamilies) f.choose();
   }
   static void set_env(const char* v) { setenv("IOV_SIMD", v, 1); }
@@ -89,6 +91,9 @@ TEST_F(SimdDispatch, ChoiceIsALevelTheCpuHasUnderEveryCap) {
         if (l > cap || !real[k]) {
           EXPECT_EQ(c.trial_ns[k], 0u) << iov::internal::simd_level_name(l) << " timed";
           EXPECT_FALSE(f.select(l)) << iov::internal::simd_level_name(l) << " installed";
+        } else if (c.ruled_out & (1u << k)) {
+          EXPECT_EQ(c.trial_ns[k], 0u) << iov::internal::simd_level_name(l) << " ruled out but timed";
+          EXPECT_NE(l, simd_level::portable);
         } else if (f.select != iov::internal::crc32c_select || l == simd_level::portable) {
           // (The CRC engine needs more than the level's features: PCLMULQDQ, VPCLMULQDQ.)
           EXPECT_NE(c.trial_ns[k], 0u) << iov::internal::simd_level_name(l) << " not timed";
@@ -128,6 +133,88 @@ TEST_F(SimdDispatch, EnvironmentForcesALevelNeverAboveTheCpus) {
   }
   set_env("sse9");
   EXPECT_FALSE(iov::internal::zero_scan_choose().forced);
+}
+
+// simd_choose() with a fake trial (avx512 fastest) on a CPU that runs every
+// level: a rule keeps the levels it refuses out of the measured choice (not
+// timed, reported in ruled_out), never the portable one, and IOV_SIMD still
+// forces a ruled-out level.
+uint32_t simd_fake_trial(simd_level l) { return 300 - 100 * static_cast<uint32_t>(l); }
+bool simd_runs_all(simd_level) { return true; }
+bool simd_rule_no_avx512(simd_level l) { return l != simd_level::avx512; }
+bool simd_rule_portable_only(simd_level l) { return l == simd_level::portable; }
+bool simd_rule_none(simd_level) { return false; }
+
+TEST_F(SimdDispatch, RuleKeepsLevelsOutOfTheMeasuredChoiceOnly) {
+  simd_choice c = iov::internal::simd_choose(simd_fake_trial, simd_runs_all);
+  EXPECT_EQ(c.level, simd_level::avx512);
+  EXPECT_EQ(c.ruled_out, 0);
+  c = iov::internal::simd_choose(simd_fake_trial, simd_runs_all, simd_rule_no_avx512);
+  EXPECT_EQ(c.level, simd_level::avx2);
+  EXPECT_EQ(c.ruled_out, 1u << static_cast<int>(simd_level::avx512));
+  EXPECT_EQ(c.trial_ns[static_cast<int>(simd_level::avx512)], 0u);
+  EXPECT_EQ(c.trial_ns[static_cast<int>(simd_level::avx2)], 200u);
+  c = iov::internal::simd_choose(simd_fake_trial, simd_runs_all, simd_rule_portable_only);
+  EXPECT_EQ(c.level, simd_level::portable);
+  EXPECT_EQ(c.ruled_out, 0b110);
+  c = iov::internal::simd_choose(simd_fake_trial, simd_runs_all, simd_rule_none);  // portable stays
+  EXPECT_EQ(c.level, simd_level::portable);
+  EXPECT_EQ(c.ruled_out, 0b110);
+  EXPECT_EQ(c.trial_ns[0], 300u);
+  set_env("avx512");
+  c = iov::internal::simd_choose(simd_fake_trial, simd_runs_all, simd_rule_no_avx512);
+  EXPECT_TRUE(c.forced);
+  EXPECT_EQ(c.level, simd_level::avx512);
+}
+
+// The zero scan's rule: on AMD family 25 (Zen 3, Zen 4) the measured choice
+// leaves its AVX-512 level out, on any other CPU the rule keeps nothing out;
+// the other families have no rule; IOV_SIMD=avx512 still forces the level.
+TEST_F(SimdDispatch, ZeroScanLeavesAvx512OutOnAmdFamily25) {
+  const bool has_avx512 = cpu_really_supports(simd_level::avx512);
+  const iov::internal::simd_cpu_id cpus[] = {{true, 25, 17}, {true, 25, 97}, {true, 26, 2}, {true, 23, 49}, {false, 6, 207}};
+  for (const iov::internal::simd_cpu_id& id : cpus) {
+    SCOPED_TRACE(std::string(id.amd ? "AMD" : "Intel") + " family " + std::to_string(id.family));
+    iov::internal::simd_cpu_id_for_test(&id);
+    const bool ruled = id.amd && id.family == 25 && has_avx512;
+    simd_choice c = iov::internal::zero_scan_choose();
+    EXPECT_EQ(c.ruled_out, ruled ? 1u << static_cast<int>(simd_level::avx512) : 0u);
+    if (ruled) {
+      EXPECT_NE(c.level, simd_level::avx512);
+      EXPECT_EQ(c.trial_ns[static_cast<int>(simd_level::avx512)], 0u);
+      EXPECT_TRUE(iov::internal::zero_scan_select(simd_level::avx512));  // the tests' kernels still run
+    } else {
+      EXPECT_EQ(c.trial_ns[static_cast<int>(simd_level::avx512)] != 0, has_avx512);
+    }
+    EXPECT_EQ(iov::internal::memcpy_nt_choose().ruled_out, 0);
+    EXPECT_EQ(iov::internal::crc32c_choose().ruled_out, 0);
+    set_env("avx512");
+    c = iov::internal::zero_scan_choose();
+    EXPECT_TRUE(c.forced);
+    EXPECT_EQ(c.level, has_avx512 ? simd_level::avx512 : iov::internal::best_simd_level());
+    unsetenv("IOV_SIMD");
+  }
+}
+
+// simd_cpu() against /proc/cpuinfo's first processor, where it names one.
+TEST_F(SimdDispatch, CpuIdAgreesWithProcCpuinfo) {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, vendor;
+  long family = -1, model = -1;
+  while (std::getline(in, line) && !line.empty()) {
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string key = line.substr(0, colon), value = colon + 2 <= line.size() ? line.substr(colon + 2) : "";
+    key.erase(key.find_last_not_of(" \t") + 1);
+    if (key == "vendor_id") vendor = value;
+    if (key == "cpu family") family = std::stol(value);
+    if (key == "model") model = std::stol(value);
+  }
+  if (vendor.empty() || family < 0 || model < 0) GTEST_SKIP() << "no x86 /proc/cpuinfo";
+  const iov::internal::simd_cpu_id id = iov::internal::simd_cpu();
+  EXPECT_EQ(id.amd, vendor == "AuthenticAMD");
+  EXPECT_EQ(id.family, static_cast<unsigned>(family));
+  EXPECT_EQ(id.model, static_cast<unsigned>(model));
 }
 
 // A bitwise CRC32C, raw update (no inversion), independent of the library.

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -46,6 +47,19 @@ bool cpu_supports(simd_level l);
 // the CPU's own answer. Choices already made stay until chosen again.
 void simd_cpu_cap_for_test(simd_level cap);
 
+// The CPU's vendor, family and model as CPUID reports them (the family and
+// model with their extended bits, as /proc/cpuinfo shows them: AMD Zen 3 and
+// Zen 4 are family 25, Zen 5 family 26), or a test's answer.
+struct simd_cpu_id {
+  bool amd = false;
+  unsigned family = 0, model = 0;
+};
+simd_cpu_id simd_cpu();
+
+// Test hook: simd_cpu() answers `id` until simd_cpu_id_for_test(nullptr)
+// restores the CPU's own answer. Choices already made stay until chosen again.
+void simd_cpu_id_for_test(const simd_cpu_id* id);
+
 inline simd_level best_simd_level() {
   if (cpu_supports(simd_level::avx512)) return simd_level::avx512;
   if (cpu_supports(simd_level::avx2)) return simd_level::avx2;
@@ -69,12 +83,15 @@ struct simd_choice {
   bool forced = false;                 // IOV_SIMD named the level: nothing was timed
   uint32_t trial_ns[kSimdLevels] = {};  // the fastest run of the family's job at each level; 0: not run
   uint32_t choose_ns = 0;              // the whole choice took this long
+  uint8_t ruled_out = 0;  // bit k: level k runs here, but the family's rule keeps it out of the measured choice
 };
 
 // A family's trial: runs its fixed small job once with the kernels of level l
 // (which the CPU has) and returns the nanoseconds it took.
 using simd_trial_fn = uint32_t (*)(simd_level l);
-// A family's own requirements beyond cpu_supports() (the CRC's VPCLMULQDQ).
+// A family's own requirements beyond cpu_supports() (the CRC's VPCLMULQDQ),
+// or its rule: whether the measured choice may pick a level the CPU runs
+// (a level known to lose where the trial cannot see it, on some CPUs).
 using simd_supports_fn = bool (*)(simd_level l);
 
 // Makes a family's choice: the forced level lowered to one `supports`
@@ -82,23 +99,37 @@ using simd_supports_fn = bool (*)(simd_level l);
 // timed a few times, interleaved, after one untimed run: well under 100 µs a
 // family on the CPUs measured, and bounded to about 300 µs where it is slow).
 // A lower level must beat the best supported one by 5 % to be chosen, so
-// that noise does not move a choice between two equal kernels.
-simd_choice simd_choose(simd_trial_fn trial, simd_supports_fn supports);
+// that noise does not move a choice between two equal kernels. The levels
+// `rule` refuses (if given; never the portable one) are not timed; IOV_SIMD
+// may still force them.
+simd_choice simd_choose(simd_trial_fn trial, simd_supports_fn supports, simd_supports_fn rule = nullptr);
 
 // A clock for trials (CLOCK_MONOTONIC, nanoseconds).
 uint64_t simd_trial_clock_ns();
+
+// The zero scan's and the CRC engine's trial bytes: kSimdTrialBytes of zeroes,
+// page-aligned, in pages of their own. Written once, at the first call:
+// a buffer never written maps every page to the kernel's one zero page, and
+// on AMD Zen the L1 data cache, whose way predictor works on virtual
+// addresses, misses on each new alias of a line, so the levels timed there
+// ran at about L2 speed, the AVX-512 scan behind the AVX2 one (16 KiB on
+// Zen 5: 99 ns against 31 ns written, the AVX2 level 86 against 62).
+inline constexpr size_t kSimdTrialBytes = 16384;
+const unsigned char* simd_trial_zeroes();
 
 // One kernel family's dispatch state, behind its <family>_select(),
 // <family>_level() and <family>_choice(). Install(l) stores the family's
 // kernels of level l in its function pointers (the CRC engine's is empty:
 // each state reads the level when it starts); the family's resolvers, which
 // those pointers start out at, call resolve() and then forward. Trial and
-// Supports are the family's simd_trial_fn and simd_supports_fn.
+// Supports are the family's simd_trial_fn and simd_supports_fn, Rule its
+// rule for the measured choice (none: every level Supports allows).
 //
 //   void install(simd_level l) { memcpy_nt_impl.store(kernel_of(l), ...); }
 //   constinit simd_dispatch<install, trial> dispatch;
 //   bool memcpy_nt_select(simd_level l) { return dispatch.select(l); }
-template <void (*Install)(simd_level), uint32_t (*Trial)(simd_level), bool (*Supports)(simd_level) = cpu_supports>
+template <void (*Install)(simd_level), uint32_t (*Trial)(simd_level), bool (*Supports)(simd_level) = cpu_supports,
+          bool (*Rule)(simd_level) = nullptr>
 class simd_dispatch {
  public:
   // Chooses and installs the family's level if nothing is installed yet.
@@ -152,7 +183,7 @@ class simd_dispatch {
   }
 
   void choose_locked() {
-    choice_ = simd_choose(Trial, Supports);
+    choice_ = simd_choose(Trial, Supports, Rule);
     chosen_ = true;
   }
 
