@@ -56,7 +56,7 @@ absl::Status event_loop::start(unsigned capacity) {
 bool event_loop::adopt(int fd) {
   connection* c = nullptr;
   try {
-    c = new connection(fd, ctx_, this, clock_type::now());
+    c = new connection(fd, ctx_, this, clock_type::now(), &recycler_);
   } catch (const std::bad_alloc&) {
     ::close(fd);
     return false;
