@@ -1,8 +1,8 @@
 // Tests of iov-nbd's page recycler (src/tools/nbd/page_recycle.hpp): a page
 // a WRITE replaced is handed out again only after a grace period, never
 // while a reader that could have found it is still in its read-side
-// section; what it holds is bounded; no page is lost when it goes with
-// batches still waiting; and through a server on brd, WRITEs that keep
+// section; what it holds is bounded, and given back when its loop stops
+// writing; no page is lost when it goes with batches still waiting; and through a server on brd, WRITEs that keep
 // replacing the same pages read back as a flat model of the disk says.
 //
 //   ctest -R NbdPageRecycle
@@ -114,6 +114,28 @@ TEST(NbdPageRecycle, HoldsABoundedNumberAndLosesNoPage) {
   }
   reader.finish();
   iov::rcu_barrier();
+  EXPECT_EQ(iov::page_alloc_read_stats().frames_in_use, in_use);
+}
+
+// What an idle loop kept goes back on its sweeps: the ready pages at the
+// first trim() with no alloc() since the one before, the part batch sealed
+// then and freed at a later one.
+TEST(NbdPageRecycle, TrimGivesBackWhatAnIdleLoopKept) {
+  iov::rcu_barrier();
+  const size_t in_use = iov::page_alloc_read_stats().frames_in_use;
+  page_recycler r;
+  for (iov::page* p : fresh_pages(page_recycler::kBatch + 10)) r.retire(p);
+  iov::rcu_barrier();
+  r.give_back(r.alloc());  // taken since the last trim
+  r.trim();
+  EXPECT_EQ(r.ready(), page_recycler::kBatch);
+  EXPECT_EQ(r.waiting(), 10u);
+  r.trim();  // nothing taken since
+  EXPECT_EQ(r.ready(), 0u);
+  EXPECT_EQ(r.waiting(), 10u);
+  iov::rcu_barrier();
+  r.trim();
+  EXPECT_TRUE(r.empty());
   EXPECT_EQ(iov::page_alloc_read_stats().frames_in_use, in_use);
 }
 

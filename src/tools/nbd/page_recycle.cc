@@ -53,6 +53,7 @@ void page_recycler::collect() {
 }
 
 page* page_recycler::alloc() {
+  taken_ = true;
   if (ready_.empty() && !waiting_.empty())
     collect();
   if (ready_.empty())
@@ -100,12 +101,28 @@ void page_recycler::retire(page* p) {
     open_->state.store(kOpen, std::memory_order_relaxed);
   }
   open_->pages[open_->n++] = p;
-  if (open_->n == kBatch) {
-    open_->state.store(kWaiting, std::memory_order_relaxed);
-    waiting_.push_back(open_);
-    call_rcu(&open_->head, grace_period_passed);  // releases the batch's stores to the callback
-    open_ = nullptr;
+  if (open_->n == kBatch)
+    seal();
+}
+
+// The open batch to wait for its grace period (room in waiting_ is reserved).
+void page_recycler::seal() {
+  open_->state.store(kWaiting, std::memory_order_relaxed);
+  waiting_.push_back(open_);
+  call_rcu(&open_->head, grace_period_passed);  // releases the batch's stores to the callback
+  open_ = nullptr;
+}
+
+void page_recycler::trim() {
+  if (!taken_) {
+    if (open_)
+      seal();  // a part batch: its pages are freed by a later trim
+    collect();
+    for (page* p : ready_)
+      free_page(p);
+    ready_.clear();
   }
+  taken_ = false;
 }
 
 size_t page_recycler::waiting() const {

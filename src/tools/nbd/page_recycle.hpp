@@ -11,9 +11,10 @@
 //
 // One per event loop, used from its thread only; what it holds is bounded:
 // at most kMaxWaiting batches wait for their grace period (a page retired
-// beyond that is freed after its own, as before), and the pages ready for
-// reuse are those of batches that waited. A batch still waiting when the
-// recycler goes is freed by its callback.
+// beyond that is freed after its own, as before), the pages ready for
+// reuse are those of batches that waited, and they are freed once the loop
+// stops writing (trim). A batch still waiting when the recycler goes is
+// freed by its callback.
 //
 //   page_recycler r;
 //   page* p = r.alloc();             // a reused page (old bytes) or alloc_page(GFP_NOIO); nullptr: no memory
@@ -33,7 +34,10 @@ namespace iov::nbd {
 class page_recycler {
  public:
   static constexpr unsigned kBatch = 64;       // pages per grace period
-  static constexpr unsigned kMaxWaiting = 16;  // batches: 4 MiB, past liburcu's 10 ms between grace periods at 40K WRITEs/s
+  // Batches waiting at most: 8 MiB. liburcu's callback thread waits 10 ms
+  // between grace periods, so a page waits 10-20 ms: at 100K 4 KiB WRITEs a
+  // second, 1000-2000 pages, which 16 batches did not cover.
+  static constexpr unsigned kMaxWaiting = 32;
 
   page_recycler() = default;
   ~page_recycler();
@@ -48,10 +52,15 @@ class page_recycler {
   void retire(page* p);
   // Gives back a page no reader ever saw (one alloc() handed out unused).
   void give_back(page* p);
+  // Frees the ready pages if alloc() took none since the last call: the
+  // event loop calls it on its sweeps (four a second), so that a loop whose
+  // clients stopped writing gives back what it kept within half a second.
+  void trim();
 
   // Pages held: waiting for a grace period (the open batch included) and ready.
   size_t waiting() const;
   size_t ready() const { return ready_.size(); }
+  bool empty() const { return !open_ && waiting_.empty() && ready_.empty(); }
 
  private:
   enum state : int { kOpen, kWaiting, kPassed, kOrphaned };
@@ -63,12 +72,14 @@ class page_recycler {
   };
   static void grace_period_passed(rcu_head* head);
   static void free_batch(batch* b);
+  void seal();
   void collect();
 
   batch* open_ = nullptr;        // filling
   std::vector<batch*> waiting_;  // handed to call_rcu, oldest first
   std::vector<batch*> spare_;    // emptied, for the next open batch
   std::vector<page*> ready_;     // past their grace period
+  bool taken_ = false;           // alloc() called since the last trim()
 };
 
 }  // namespace iov::nbd
