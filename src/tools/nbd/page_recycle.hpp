@@ -1,7 +1,7 @@
 // page_recycle.hpp: the pages an event loop's WRITEs replaced on the device
 // (blkdev::replace_pages), taken back for its next WRITEs once no reader can
 // hold them. Freeing each one after its own grace period (free_page_rcu) cost
-// a 4 KiB WRITE on brd about 0.9 µs of the server's CPU over a copy into the
+// a 4 KiB WRITE on brd 0.6-1.0 µs of the server's CPU over a copy into the
 // page in place (docs/nbd.md): a call_rcu per page, the free on liburcu's
 // callback thread into that thread's page cache, from there to the buddy
 // lists under the allocator's lock, and back out to the event loop's cache
