@@ -146,6 +146,40 @@ TEST(BrdReplacePages, ZeroDetectionAsACopyWouldApplyIt) {
   iov::rcu_barrier();
 }
 
+// With `replaced`, the old pages come back to the caller, whole and not
+// freed (still one reference each), and the device reads the new ones; an
+// index that held no page gives nullptr.
+TEST(BrdReplacePages, ReplacedPagesGoToTheCaller) {
+  auto dev = make_brd({.size = 8 * iov::PAGE_SIZE});
+  std::mt19937_64 rng(29);
+  const bytes old = random_bytes(2 * iov::PAGE_SIZE, rng), fresh = random_bytes(3 * iov::PAGE_SIZE, rng);
+  ASSERT_EQ(replace(*dev, 2, old), 0);  // pages 2, 3
+  std::vector<iov::page*> stored;
+  {
+    iov::blk_lease lease;
+    ASSERT_EQ(dev->lend_pages(2 * 8, 2 * 8, &lease), 0);
+    for (const iov::bio_vec& bv : lease.pieces()) stored.push_back(bv.bv_page);
+  }
+  ASSERT_EQ(stored.size(), 2u);
+  auto pages = pages_of(fresh);
+  iov::page* replaced[3] = {pages[0], pages[0], pages[0]};  // cleared by the call
+  ASSERT_EQ(dev->replace_pages(2, pages.data(), 3, nullptr, replaced), 0);  // 2, 3 replaced, 4 added
+  EXPECT_EQ(replaced[0], stored[0]);
+  EXPECT_EQ(replaced[1], stored[1]);
+  EXPECT_EQ(replaced[2], nullptr);
+  EXPECT_EQ(dev->nr_pages(), 3u);
+  bytes model(8 * iov::PAGE_SIZE, 0);
+  std::memcpy(model.data() + 2 * iov::PAGE_SIZE, fresh.data(), fresh.size());
+  EXPECT_EQ(blk_read_all(*dev), model);
+  for (int k = 0; k < 2; k++) {
+    ASSERT_NE(replaced[k], nullptr);
+    EXPECT_EQ(iov::page_ref_count(replaced[k]), 1) << "page " << k << " was freed, not handed back";
+    EXPECT_EQ(std::memcmp(iov::page_address(replaced[k]), old.data() + k * iov::PAGE_SIZE, iov::PAGE_SIZE), 0);
+    iov::free_page(replaced[k]);  // no reader holds them: no grace period to wait for
+  }
+  iov::rcu_barrier();
+}
+
 TEST(BrdReplacePages, BeyondTheEndIsRefusedAndThePagesFreed) {
   auto dev = make_brd({.size = 4 * iov::PAGE_SIZE + 512});  // the fifth page is partial: not whole
   std::mt19937_64 rng(26);

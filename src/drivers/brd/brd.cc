@@ -188,8 +188,9 @@ int write(brd* brd, blk_request& rq) {
 // grace period. With a page budget the pages the device lacks are charged
 // first, so that -ENOSPC changes nothing; a page another writer inserts or
 // a discard erases meanwhile is settled after. With zero detection, a page
-// of zeros is handled as write() handles one.
-int replace(brd* brd, pgoff_t index, page** pages, unsigned nr, const char** why) {
+// of zeros is handled as write() handles one. With `replaced` (cleared by
+// the caller), the old pages go there instead of to free_page_rcu.
+int replace(brd* brd, pgoff_t index, page** pages, unsigned nr, const char** why, page** replaced) {
   const detect_zeroes dz = brd->config.detect_zeroes;
   auto is_zero = [&](unsigned i) { return dz != detect_zeroes::off && mem_is_zero(page_address(pages[i]), PAGE_SIZE); };
   uint64_t reserved = 0;
@@ -222,7 +223,9 @@ int replace(brd* brd, pgoff_t index, page** pages, unsigned nr, const char** why
       err = xa_err(old);
       continue;
     }
-    if (old)
+    if (old && replaced)
+      replaced[i] = static_cast<page*>(old);
+    else if (old)
       free_page_rcu(static_cast<page*>(old));
     else
       added++;
@@ -404,8 +407,8 @@ int brd_device::do_lend_pages(sector_t sector, sector_t nr_sectors, std::vector<
   return 0;
 }
 
-int brd_device::do_replace_pages(pgoff_t index, page** pages, unsigned nr, const char** why) {
-  return drivers::internal::replace(brd_.get(), index, pages, nr, why);
+int brd_device::do_replace_pages(pgoff_t index, page** pages, unsigned nr, const char** why, page** replaced) {
+  return drivers::internal::replace(brd_.get(), index, pages, nr, why, replaced);
 }
 
 // --- Setup ---------------------------------------------------------------

@@ -157,21 +157,23 @@ int blkdev::lend_pages(sector_t sector, sector_t nr_sectors, blk_lease* lease, c
   return do_lend_pages(sector, nr_sectors, &lease->pieces_, w);
 }
 
-int blkdev::replace_pages(pgoff_t index, page** pages, unsigned nr, const char** why) {
+int blkdev::replace_pages(pgoff_t index, page** pages, unsigned nr, const char** why, page** replaced) {
   const char* ignored;
   const char** w = why ? why : &ignored;
   const sector_t per_page = PAGE_SIZE >> SECTOR_SHIFT;
+  if (replaced)
+    std::fill(replaced, replaced + nr, nullptr);
   if (!can_replace_pages())
-    return do_replace_pages(index, pages, nr, w);  // frees them, says why
+    return do_replace_pages(index, pages, nr, w, replaced);  // frees them, says why
   if (index > capacity_ / per_page || nr > capacity_ / per_page - index) {
     for (unsigned i = 0; i < nr; i++) free_page(pages[i]);
     *w = "pages beyond the end of the device";
     return -EINVAL;
   }
-  return nr ? do_replace_pages(index, pages, nr, w) : 0;
+  return nr ? do_replace_pages(index, pages, nr, w, replaced) : 0;
 }
 
-int blkdev::do_replace_pages(pgoff_t, page** pages, unsigned nr, const char** why) {
+int blkdev::do_replace_pages(pgoff_t, page** pages, unsigned nr, const char** why, page**) {
   for (unsigned i = 0; i < nr; i++) free_page(pages[i]);
   *why = "this device cannot take pages whole";
   return -EOPNOTSUPP;

@@ -251,7 +251,13 @@ class blkdev {
   // WRITE hold (page budget, zero detection). 0, or -errno as a WRITE of the
   // range would fail: -ENOSPC with nothing changed; -ENOMEM with a prefix
   // stored. -EOPNOTSUPP (the pages freed) where can_replace_pages() is false.
-  int replace_pages(pgoff_t index, page** pages, unsigned nr, const char** why = nullptr);
+  // With `replaced`, the replaced pages are not freed: replaced[i] receives
+  // the page pages[i] replaced (nullptr where there was none, or where the
+  // device frees it itself, as for a page of zeros it unmaps), which the
+  // device no longer refers to and the caller frees, or reuses, once no
+  // reader can hold it (after a grace period: free_page_rcu, call_rcu).
+  int replace_pages(pgoff_t index, page** pages, unsigned nr, const char** why = nullptr,
+                    page** replaced = nullptr);
   virtual bool can_replace_pages() const { return false; }
   // Appends up to nr_zones zones from the one holding `sector` on; returns how
   // many, or -EOPNOTSUPP on a device that is not zoned.
@@ -277,7 +283,7 @@ class blkdev {
     return -EOPNOTSUPP;
   }
   // After the range has been checked; takes the pages in every case.
-  virtual int do_replace_pages(pgoff_t, page** pages, unsigned nr, const char** why);
+  virtual int do_replace_pages(pgoff_t, page** pages, unsigned nr, const char** why, page** replaced);
   // A hint before a window of submit_batch()'s requests is submitted: start
   // fetching what they will need, without waiting and changing nothing. The
   // requests are not checked yet: any field may be out of range.

@@ -67,7 +67,7 @@ class brd_device final : public blkdev {
   int do_map_extents(sector_t sector, sector_t nr_sectors, std::vector<blk_extent>* out,
                      const char** why, unsigned how) override;
   int do_lend_pages(sector_t sector, sector_t nr_sectors, std::vector<bio_vec>* out, const char** why) override;
-  int do_replace_pages(pgoff_t index, page** pages, unsigned nr, const char** why) override;
+  int do_replace_pages(pgoff_t index, page** pages, unsigned nr, const char** why, page** replaced) override;
   void prefetch_requests(std::span<const blk_request> rqs) override;
 
  private:

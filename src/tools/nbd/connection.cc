@@ -12,8 +12,14 @@ namespace {
 constexpr unsigned kMessagesPerRun = 64;  // then the other connections get their turn
 }  // namespace
 
-connection::connection(int fd, const context& ctx, payload_budget::listener* loop, clock_type::time_point now)
-    : ctx_(ctx), loop_(loop), accepted_(now), transport_(fd, ctx.limits, now), out_(ctx.dev, ctx.lends) {
+connection::connection(int fd, const context& ctx, payload_budget::listener* loop, clock_type::time_point now,
+                       page_recycler* recycler)
+    : ctx_(ctx),
+      loop_(loop),
+      recycler_(recycler),
+      accepted_(now),
+      transport_(fd, ctx.limits, now),
+      out_(ctx.dev, ctx.lends) {
   handshake_.emplace(ctx_, out_);
 }
 
@@ -95,7 +101,7 @@ step connection::take_message() {
       phase_ = phase::tls_handshake;
       break;
     case handshake::state::transmission:
-      transmission_.emplace(ctx_, handshake_->result(), transport_, in_, out_, loop_);
+      transmission_.emplace(ctx_, handshake_->result(), transport_, in_, out_, loop_, recycler_);
       handshake_.reset();
       phase_ = phase::transmission;
       transport_.progress();

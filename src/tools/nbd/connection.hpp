@@ -35,6 +35,7 @@
 #include "nbd/handshake.hpp"
 #include "nbd/input_buffer.hpp"
 #include "nbd/output_queue.hpp"
+#include "nbd/page_recycle.hpp"
 #include "nbd/transmission.hpp"
 #include "nbd/transport.hpp"
 
@@ -50,8 +51,10 @@ class connection {
     close,  // done: destroy it
   };
 
-  // Takes the socket (non-blocking) and queues the greeting.
-  connection(int fd, const context& ctx, payload_budget::listener* loop, clock_type::time_point now);
+  // Takes the socket (non-blocking) and queues the greeting. `recycler`:
+  // the event loop's, for the pages of inline WRITEs (nullptr: none).
+  connection(int fd, const context& ctx, payload_budget::listener* loop, clock_type::time_point now,
+             page_recycler* recycler = nullptr);
   connection(const connection&) = delete;
   connection& operator=(const connection&) = delete;
 
@@ -86,6 +89,7 @@ class connection {
 
   const context& ctx_;
   payload_budget::listener* const loop_;
+  page_recycler* const recycler_;
   const clock_type::time_point accepted_;
   phase phase_ = phase::handshake;
   // Destroyed after the parts below: the socket closes once they have

@@ -56,7 +56,7 @@ absl::Status event_loop::start(unsigned capacity) {
 bool event_loop::adopt(int fd) {
   connection* c = nullptr;
   try {
-    c = new connection(fd, ctx_, this, clock_type::now());
+    c = new connection(fd, ctx_, this, clock_type::now(), &recycler_);
   } catch (const std::bad_alloc&) {
     ::close(fd);
     return false;
@@ -162,6 +162,7 @@ void event_loop::remove(connection* c) {
 }
 
 void event_loop::sweep(clock_type::time_point now) {
+  recycler_.trim();
   for (size_t k = 0; k < conns_.size();) {
     connection* c = conns_[k];
     const char* why = nullptr;
@@ -180,7 +181,8 @@ void event_loop::loop() {
   std::vector<connection*> turn;
   turn.reserve(conns_.capacity());
   while (!stopping_.load(std::memory_order_acquire)) {
-    const int timeout = !yielded_.empty() ? 0 : conns_.empty() ? -1 : kSweepMs;
+    // Without connections, sweeps go on while the recycler holds pages.
+    const int timeout = !yielded_.empty() ? 0 : conns_.empty() && recycler_.empty() ? -1 : kSweepMs;
     const int n = epoll_wait(epfd_, events, kMaxEvents, timeout);
     if (n < 0 && errno != EINTR) {
       log_event(event::io_error, "epoll_wait: %s", std::strerror(errno));

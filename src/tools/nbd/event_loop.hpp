@@ -20,6 +20,7 @@
 #include "absl/status/status.h"
 #include "nbd/budget.hpp"
 #include "nbd/connection.hpp"
+#include "nbd/page_recycle.hpp"
 
 namespace iov::nbd {
 
@@ -58,6 +59,10 @@ class event_loop final : public payload_budget::listener {
 
   const context& ctx_;
   std::atomic<unsigned>* open_;
+  // The pages its connections' inline WRITEs replaced, reused once no
+  // reader holds them (used from the loop thread only; destroyed after
+  // every connection).
+  page_recycler recycler_;
   int epfd_ = -1, wakefd_ = -1;
   std::thread thread_;
   std::atomic<bool> stopping_{false}, granted_{false};

@@ -18,7 +18,7 @@ bool page_payload::prepare(uint64_t offset, uint64_t length) {
   tail_ = static_cast<unsigned>(length - head_ - (whole << PAGE_SHIFT));
   pieces_.reserve(whole + 2);
   auto add = [this](unsigned len) {
-    page* pg = alloc_page(GFP_NOIO);
+    page* pg = recycler_ ? recycler_->alloc() : alloc_page(GFP_NOIO);
     if (!pg)
       return false;
     bio_vec bv;
@@ -83,8 +83,7 @@ int page_payload::commit(blkdev& dev, unsigned rq_flags, const char** why) {
       whole_.push_back(pieces_[i].bv_page);
       pieces_[i].bv_page = nullptr;  // the device's from here, whatever it answers
     }
-    err = dev.replace_pages(static_cast<pgoff_t>((offset_ + head_) >> PAGE_SHIFT), whole_.data(),
-                            static_cast<unsigned>(whole_.size()), why);
+    err = replace(dev, why);
   }
   if (!err && tail_) {
     const uint64_t at = offset_ + head_ + (uint64_t{end - first} << PAGE_SHIFT);
@@ -94,9 +93,33 @@ int page_payload::commit(blkdev& dev, unsigned rq_flags, const char** why) {
   return err;
 }
 
+// whole_ handed to the device; with a recycler, what they replace goes to
+// it, kReplaceRun pages at a time (no allocation once pages are handed over).
+int page_payload::replace(blkdev& dev, const char** why) {
+  const auto index = static_cast<pgoff_t>((offset_ + head_) >> PAGE_SHIFT);
+  if (!recycler_)
+    return dev.replace_pages(index, whole_.data(), static_cast<unsigned>(whole_.size()), why);
+  page* replaced[kReplaceRun];
+  int err = 0;
+  for (size_t at = 0; at < whole_.size(); at += kReplaceRun) {
+    const auto n = static_cast<unsigned>(std::min<size_t>(kReplaceRun, whole_.size() - at));
+    if (err) {  // past a failed run: never visible
+      for (unsigned k = 0; k < n; k++)
+        free_page(whole_[at + k]);
+      continue;
+    }
+    err = dev.replace_pages(index + at, whole_.data() + at, n, why, replaced);
+    for (unsigned k = 0; k < n; k++)
+      recycler_->retire(replaced[k]);
+  }
+  return err;
+}
+
 void page_payload::reset() {
   for (const bio_vec& bv : pieces_)
-    if (bv.bv_page)
+    if (bv.bv_page && recycler_)
+      recycler_->give_back(bv.bv_page);  // never seen by a reader
+    else if (bv.bv_page)
       free_page(bv.bv_page);
   pieces_.clear();
   head_ = tail_ = 0;

@@ -18,12 +18,16 @@
 #include "iov/bvec.hpp"
 #include "iov/iov_iter.hpp"
 #include "iov_drivers/blkdev.hpp"
+#include "nbd/page_recycle.hpp"
 
 namespace iov::nbd {
 
 class page_payload {
  public:
-  page_payload() = default;
+  // With a recycler (page_recycle.hpp), the pages come from it and the
+  // pages they replace on the device go back to it; else alloc_page, and
+  // the device frees what it replaces.
+  explicit page_payload(page_recycler* recycler = nullptr) : recycler_(recycler) {}
   ~page_payload() { reset(); }
   page_payload(const page_payload&) = delete;
   page_payload& operator=(const page_payload&) = delete;
@@ -48,10 +52,13 @@ class page_payload {
   void reset();
 
  private:
+  static constexpr unsigned kReplaceRun = 16;  // pages replaced per call with a recycler: an inline WRITE's
   int write_piece(blkdev& dev, unsigned rq_flags, uint64_t offset, const bio_vec& bv, const char** why);
+  int replace(blkdev& dev, const char** why);
 
   std::vector<bio_vec> pieces_;  // [head] whole pages... [tail], in payload order
-  std::vector<page*> whole_;     // the whole pages, for replace_pages
+  page_recycler* const recycler_;
+  std::vector<page*> whole_;  // the whole pages, for replace_pages
   iov_iter rest_{};
   uint64_t offset_ = 0;
   unsigned head_ = 0, tail_ = 0;  // bytes of the partial pieces (0: none)

@@ -20,8 +20,15 @@ static_assert(2 * transmission::kMaxReadRuns + 1 <= output_queue::kReplySegments
               "the output queue keeps room for a READ reply of kMaxReadRuns chunks");
 
 transmission::transmission(const context& ctx, const negotiated& neg, transport& t, input_buffer& in, output_queue& out,
-                           payload_budget::listener* loop)
-    : ctx_(ctx), neg_(neg), t_(t), in_(in), out_(out), writer_(ctx.dev, ctx.locks), large_(ctx, writer_, loop) {}
+                           payload_budget::listener* loop, page_recycler* recycler)
+    : ctx_(ctx),
+      neg_(neg),
+      t_(t),
+      in_(in),
+      out_(out),
+      writer_(ctx.dev, ctx.locks),
+      large_(ctx, writer_, loop),
+      pages_(recycler) {}
 
 step transmission::take() {
   if (in_payload_) {

@@ -33,9 +33,10 @@ class transmission {
   static constexpr size_t kMaxReadRuns = 16;  // chunks of one structured READ reply (data or hole)
 
   // The connection's transport, input and output, which outlive it; `loop`
-  // is told when payload memory this connection waits for is granted.
+  // is told when payload memory this connection waits for is granted;
+  // `recycler` (its event loop's, or nullptr) gives an inline WRITE's pages.
   transmission(const context& ctx, const negotiated& neg, transport& t, input_buffer& in, output_queue& out,
-               payload_budget::listener* loop);
+               payload_budget::listener* loop, page_recycler* recycler = nullptr);
   transmission(const transmission&) = delete;
   transmission& operator=(const transmission&) = delete;
 
