@@ -2,7 +2,7 @@
 // (blkdev::replace_pages), taken back for its next WRITEs once no reader can
 // hold them. Freeing each one after its own grace period (free_page_rcu) cost
 // a 4 KiB WRITE on brd 0.6-1.0 µs of the server's CPU over a copy into the
-// page in place (docs/nbd.md): a call_rcu per page, the free on liburcu's
+// page in place (docs/nbd-benchmarks.md): a call_rcu per page, the free on liburcu's
 // callback thread into that thread's page cache, from there to the buddy
 // lists under the allocator's lock, and back out to the event loop's cache
 // for the next WRITE's alloc_page. Here the pages stay with the loop: kBatch
