@@ -342,8 +342,8 @@ int brd_device::submit(blk_request& rq) {
 // Two passes over the window, neither waiting for what it asks for: the slot
 // lines of each READ's and WRITE's pages (eight slots a line, at most eight
 // lines a request: a longer request's later lookups overlap its own copies
-// anyway), then each WRITE's first stored page's head (submit_reads asks
-// for the READs', as it looks their pages up). By the second pass the first
+// anyway), then each WRITE's first stored page's head. A READ's first slot
+// and head are submit_reads' to ask for, as it looks its page up. By the second pass the first
 // slot has arrived and the rest are on their way, so the window's misses
 // overlap; then every copy starts from lines already in flight. No head for
 // nocache writes, whose streaming stores would only evict it. A request
@@ -359,7 +359,7 @@ void brd_device::prefetch_requests(std::span<const blk_request> rqs) {
     drivers::internal::for_each_piece(rq.sector << SECTOR_SHIFT, iov_iter_count(rq.iter),
                                       [&](const drivers::internal::piece& p) {
                                         if (lines == 0 || p.idx % kSlotsPerLine == 0) {
-                                          internal::xa_prefetch_slot(pages, p.idx);
+                                          if (lines || rq.op != REQ_OP_READ) internal::xa_prefetch_slot(pages, p.idx);
                                           lines++;
                                         }
                                         return lines < 8;
@@ -373,27 +373,39 @@ void brd_device::prefetch_requests(std::span<const blk_request> rqs) {
   }
 }
 
-// In submit_batch's read-side section, for a run of READs: each checked as
-// submit() checks it, its first page looked up once and its head asked for;
-// then each copied. The section keeps every page found until the copies are
-// done (a discard meanwhile frees it after a grace period); a page another
-// thread inserts meanwhile is not seen, as if the READ had come before
-// that WRITE. The copy settings are read once per run.
+// In submit_batch's read-side section, for a run of READs, three passes:
+// each READ checked as submit() checks it, the leaf holding its first page
+// found and the slot's line asked for; then each slot loaded from its leaf
+// and the page's head asked for; then the copies. One walk of the tree a
+// READ, and the window's misses on slots, then on heads, overlap. A leaf
+// found stays valid memory in the section, and its slots change only while
+// it is in the tree (it leaves it empty): what the load reads is the page
+// of some moment since the walk. The section keeps every page found until
+// the copies are done (a discard meanwhile frees it after a grace period);
+// a page another thread inserts meanwhile is not seen, as if the READ had
+// come before that WRITE. The copy settings are read once per run.
 void brd_device::submit_reads(std::span<blk_request> rqs, int* results) {
   constexpr size_t kChunk = 16;
-  xarray* pages = &brd_->brd_pages;
+  const xarray* pages = &brd_->brd_pages;
   for (size_t i = 0; i < rqs.size(); i += kChunk) {
     const size_t n = std::min(kChunk, rqs.size() - i);
+    const internal::xa_node* leaf[kChunk];
     page* first[kChunk];
     for (size_t k = 0; k < n; k++) {
       blk_request& rq = rqs[i + k];
       const char* why = nullptr;
+      leaf[k] = nullptr;
       if (int err = drivers::internal::blk_check_data(rq, get_capacity(), SECTOR_SIZE, &why)) {
         results[i + k] = blk_fail(rq, err, why);
         continue;
       }
       results[i + k] = 0;
-      first[k] = static_cast<page*>(internal::xa_load_rcu(pages, static_cast<unsigned long>(rq.sector >> PAGE_SECTORS_SHIFT)));
+      const auto idx = static_cast<unsigned long>(rq.sector >> PAGE_SECTORS_SHIFT);
+      if ((leaf[k] = internal::xa_leaf(pages, idx))) __builtin_prefetch(&leaf[k]->slots[idx & XA_CHUNK_MASK]);
+    }
+    for (size_t k = 0; k < n; k++) {
+      const auto idx = static_cast<unsigned long>(rqs[i + k].sector >> PAGE_SECTORS_SHIFT);
+      first[k] = leaf[k] ? static_cast<page*>(leaf[k]->slots[idx & XA_CHUNK_MASK].load(std::memory_order_acquire)) : nullptr;
       if (first[k]) drivers::internal::prefetch_head(first[k], false);
     }
     drivers::internal::blk_dispatch(get_copy_mode(), get_iteration(), [&](auto copier) {
