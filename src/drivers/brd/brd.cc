@@ -355,6 +355,8 @@ void brd_device::prefetch_requests(std::span<const blk_request> rqs) {
   rcu_read_guard rcu;
   for (const blk_request& rq : rqs) {
     if (!wanted(rq)) continue;
+    const size_t in_page = (rq.sector << SECTOR_SHIFT) & ~PAGE_MASK;
+    if (rq.op == REQ_OP_READ && iov_iter_count(rq.iter) <= PAGE_SIZE - in_page) continue;  // one page: all submit_reads'
     unsigned lines = 0;
     drivers::internal::for_each_piece(rq.sector << SECTOR_SHIFT, iov_iter_count(rq.iter),
                                       [&](const drivers::internal::piece& p) {
