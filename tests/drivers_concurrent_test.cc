@@ -265,8 +265,9 @@ TEST(DriversConcurrent, BrdPagesFreedUnderReadersStayValid) {
 // --- null_blk -----------------------------------------------------------------------
 
 // Batched READs while whole leaves of the xarray come and go: a writer
-// stores a page alone in its leaf (64 pages a leaf) and discards it again, so
-// that the leaf is retired and the tree shrinks and grows, while readers hand
+// stores a page alone in its leaf (64 pages a leaf) and discards the one it
+// stored before, so that pages are freed under the readers and leaves are
+// retired, the tree shrinking and growing, while readers hand
 // over batches of those pages (brd's submit_reads finds a run's leaves, then
 // loads their slots). The page is handed over whole (replace_pages), filled
 // before any reader can find it, so that each page must read as zeros or as
@@ -277,17 +278,24 @@ TEST(DriversConcurrent, BrdBatchedReadsWhileLeavesComeAndGo) {
   auto pattern = [](uint64_t page) { return static_cast<unsigned char>(page % 251 + 1); };
   auto pick = [](std::mt19937_64& rng, uint64_t leaf) { return leaf * 64 + rng() % 2; };
   std::atomic<bool> failed{false};
+  std::atomic<int> readers_done{0};
   run_threads(4, [&](int t) {
     std::mt19937_64 rng(t + 31);
     std::vector<unsigned char> buf(16 * kPage);
-    for (int i = 0; i < 300 && !failed; i++) {
-      if (t < 2) {  // writer t: the leaves of its parity, one page in one at a time
+    if (t < 2) {  // writer t: stores a page, then discards the one before, until the readers are done
+      auto discard = [&](uint64_t p) { return blk_no_data(*dev, iov::REQ_OP_DISCARD, p * 8, 8); };
+      uint64_t stored = kPages;  // in one of the leaves of t's parity
+      for (int i = 0; i < 1000000 && readers_done < 2 && !failed; i++) {
         const uint64_t page = pick(rng, rng() % (kLeaves / 2) * 2 + t);
         iov::page* pg = iov::alloc_page(iov::GFP_KERNEL);
         std::memset(iov::page_address(pg), pattern(page), kPage);
-        if (dev->replace_pages(page, &pg, 1) || blk_no_data(*dev, iov::REQ_OP_DISCARD, page * 8, 8)) failed = true;
-        continue;
+        if (dev->replace_pages(page, &pg, 1) || (stored != kPages && stored != page && discard(stored))) failed = true;
+        stored = page;
       }
+      if (stored != kPages && discard(stored)) failed = true;
+      return;
+    }
+    for (int i = 0; i < 300 && !failed; i++) {
       iov::iov_iter its[16];
       iov::blk_request rqs[16];
       int results[16];
@@ -303,6 +311,7 @@ TEST(DriversConcurrent, BrdBatchedReadsWhileLeavesComeAndGo) {
         if (!iov_test::all_zero(p, kPage) && std::count(p, p + kPage, pattern(at[k])) != kPage) failed = true;
       }
     }
+    readers_done++;
   });
   EXPECT_FALSE(failed);
   iov::rcu_barrier();
