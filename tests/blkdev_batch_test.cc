@@ -15,6 +15,7 @@
 #include <iterator>
 #include <memory>
 #include <random>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -200,8 +201,13 @@ class batch_rcu_recorder final : public iov::blkdev {
   const char* name() const override { return "batch_rcu_recorder"; }
   uint64_t nr_pages() const override { return 0; }
   std::vector<std::pair<iov::req_op, bool>> seen;
+  std::vector<std::pair<size_t, size_t>> runs;  // (index of the first request seen, length)
 
  protected:
+  void submit_reads(std::span<iov::blk_request> rqs, int* results) override {
+    runs.push_back({seen.size(), rqs.size()});
+    blkdev::submit_reads(rqs, results);
+  }
   int do_crc32c(iov::sector_t, iov::sector_t, uint32_t*, const char**) override { return -EOPNOTSUPP; }
   int do_map_extents(iov::sector_t, iov::sector_t, std::vector<iov::blk_extent>*, const char**, unsigned) override {
     return -EOPNOTSUPP;
@@ -231,7 +237,40 @@ TEST(BlkdevBatch, OnlyReadsRunInsideTheBatchsReadSection) {
           << "request " << i << " of " << n << " (" << iov::req_op_name(rqs[i].op) << ")";
       EXPECT_EQ(results[i], 0);
     }
+    // submit_reads was given each window's maximal runs of READs, whole.
+    std::vector<std::pair<size_t, size_t>> want;
+    for (size_t i = 0; i < n; i++) {
+      if (rqs[i].op != iov::REQ_OP_READ) continue;
+      if (i % 16 == 0 || rqs[i - 1].op != iov::REQ_OP_READ)
+        want.push_back({i, 1});
+      else
+        want.back().second++;
+    }
+    EXPECT_EQ(dev.runs, want) << n << " requests";
   }
+}
+
+// A READ after a WRITE of the same window sees it, one before does not:
+// brd looks a run's pages up before copying them, and a WRITE ends a run.
+TEST(BlkdevBatch, BrdReadRunsEndAtAWrite) {
+  auto dev = iov_test::make_brd({.size = 1 << 20});
+  bytes data(iov::PAGE_SIZE), before(iov::PAGE_SIZE, 0xee), after(iov::PAGE_SIZE, 0xee), other(512, 0xee);
+  for (size_t i = 0; i < data.size(); i++) data[i] = static_cast<unsigned char>(i * 5 + 3);
+  iov::iov_iter w, r0, r1, r2;
+  iov::iov_iter_ubuf(&w, iov::ITER_SOURCE, data.data(), data.size());
+  iov::iov_iter_ubuf(&r0, iov::ITER_DEST, before.data(), before.size());
+  iov::iov_iter_ubuf(&r1, iov::ITER_DEST, after.data(), after.size());
+  iov::iov_iter_ubuf(&r2, iov::ITER_DEST, other.data(), other.size());
+  std::vector<iov::blk_request> rqs{{.op = iov::REQ_OP_READ, .sector = 16, .iter = &r0},
+                                    {.op = iov::REQ_OP_WRITE, .sector = 16, .iter = &w},
+                                    {.op = iov::REQ_OP_READ, .sector = 23, .iter = &r2},
+                                    {.op = iov::REQ_OP_READ, .sector = 16, .iter = &r1}};
+  int results[4] = {1, 1, 1, 1};
+  ASSERT_EQ(dev->submit_batch(rqs, results), 0);
+  for (int r : results) EXPECT_EQ(r, 0);
+  EXPECT_EQ(before, bytes(iov::PAGE_SIZE, 0));  // an absent page reads as zeros
+  EXPECT_EQ(after, data);
+  EXPECT_TRUE(std::equal(other.begin(), other.end(), data.begin() + 7 * 512));
 }
 
 }  // namespace

@@ -7,6 +7,8 @@
 //   - brd, frees under readers: discard, write zeroes and unmapping zero
 //     writes free pages (free_page_rcu) that readers and the services are
 //     copying; each sector must read as its old contents or as zeros;
+//   - brd, batched READs while pages come and go alone in their leaves, so
+//     that leaves are retired under a batch that found them;
 //   - null_blk with a small write-back cache: overlapping writers, readers,
 //     discards and flushes (the flusher drops the lock, so NULLB_PAGE_LOCK and
 //     NULLB_PAGE_FREE are exercised); each block must hold what one writer wrote;
@@ -261,6 +263,60 @@ TEST(DriversConcurrent, BrdPagesFreedUnderReadersStayValid) {
 }
 
 // --- null_blk -----------------------------------------------------------------------
+
+// Batched READs while whole leaves of the xarray come and go: a writer
+// stores a page alone in its leaf (64 pages a leaf) and discards the one it
+// stored before, so that pages are freed under the readers and leaves are
+// retired, the tree shrinking and growing, while readers hand
+// over batches of those pages (brd's submit_reads finds a run's leaves, then
+// loads their slots). The page is handed over whole (replace_pages), filled
+// before any reader can find it, so that each page must read as zeros or as
+// its whole pattern (a WRITE's copy would race the readers' bytes).
+TEST(DriversConcurrent, BrdBatchedReadsWhileLeavesComeAndGo) {
+  constexpr uint64_t kLeaves = 8, kPages = kLeaves * 64;
+  auto dev = make_brd({.size = kPages * kPage});
+  auto pattern = [](uint64_t page) { return static_cast<unsigned char>(page % 251 + 1); };
+  auto pick = [](std::mt19937_64& rng, uint64_t leaf) { return leaf * 64 + rng() % 2; };
+  std::atomic<bool> failed{false};
+  std::atomic<int> readers_done{0};
+  run_threads(4, [&](int t) {
+    std::mt19937_64 rng(t + 31);
+    std::vector<unsigned char> buf(16 * kPage);
+    if (t < 2) {  // writer t: stores a page, then discards the one before, until the readers are done
+      auto discard = [&](uint64_t p) { return blk_no_data(*dev, iov::REQ_OP_DISCARD, p * 8, 8); };
+      uint64_t stored = kPages;  // in one of the leaves of t's parity
+      for (int i = 0; i < 1000000 && readers_done < 2 && !failed; i++) {
+        const uint64_t page = pick(rng, rng() % (kLeaves / 2) * 2 + t);
+        iov::page* pg = iov::alloc_page(iov::GFP_KERNEL);
+        std::memset(iov::page_address(pg), pattern(page), kPage);
+        if (dev->replace_pages(page, &pg, 1) || (stored != kPages && stored != page && discard(stored))) failed = true;
+        stored = page;
+      }
+      if (stored != kPages && discard(stored)) failed = true;
+      return;
+    }
+    for (int i = 0; i < 300 && !failed; i++) {
+      iov::iov_iter its[16];
+      iov::blk_request rqs[16];
+      int results[16];
+      uint64_t at[16];
+      for (int k = 0; k < 16; k++) {
+        at[k] = pick(rng, rng() % kLeaves);
+        iov::iov_iter_ubuf(&its[k], iov::ITER_DEST, &buf[k * kPage], kPage);
+        rqs[k] = {.op = iov::REQ_OP_READ, .sector = at[k] * 8, .iter = &its[k]};
+      }
+      if (dev->submit_batch(rqs, results)) failed = true;
+      for (int k = 0; k < 16; k++) {
+        const unsigned char* p = &buf[k * kPage];
+        if (!iov_test::all_zero(p, kPage) && std::count(p, p + kPage, pattern(at[k])) != kPage) failed = true;
+      }
+    }
+    readers_done++;
+  });
+  EXPECT_FALSE(failed);
+  iov::rcu_barrier();
+  EXPECT_EQ(dev->nr_pages(), 0u);
+}
 
 TEST(DriversConcurrent, NullBlkCacheOverlappingWritersReadersDiscardsFlushes) {
   auto made = iov::nullb_device::create(

@@ -6,7 +6,9 @@
 //
 // Each page-sized piece of a request is handled inside its own RCU read-side
 // section: the page found by xa_load stays valid until the section ends even
-// if a discard erases it meanwhile (it is freed with free_page_rcu).
+// if a discard erases it meanwhile (it is freed with free_page_rcu). A run of
+// READs in a batch (submit_reads) is looked up and copied in the one section
+// blkdev::submit_batch holds for it.
 #include "iov_drivers/brd.hpp"
 
 #include <algorithm>
@@ -100,17 +102,39 @@ void free_range(brd* brd, unsigned long first, unsigned long last) {
     free_page_at(brd, idx);
 }
 
+// One page's part of a READ: from the page, or zeros where there is none.
+template <class C>
+bool read_piece(page* pg, const piece& p, iov_iter* it) {
+  return (pg ? C::page_to_iter(pg, p.offset, p.len, it) : C::fill_iter(0, p.len, it)) == p.len;
+}
+int read_result(blk_request& rq, bool ok) {
+  return ok ? 0 : blk_fail(rq, -EFAULT, "brd: the iterator ended before its count");
+}
+
+// Each piece in a read-side section of its own, as brd_rw_bvec.
 template <class C>
 int read(brd* brd, blk_request& rq) {
   iov_iter* it = rq.iter;
   bool ok = true;
   for_each_piece(rq.sector << SECTOR_SHIFT, iov_iter_count(it), [&](const piece& p) {
     rcu_read_guard rcu;
-    auto* pg = static_cast<page*>(xa_load(&brd->brd_pages, p.idx));
-    size_t done = pg ? C::page_to_iter(pg, p.offset, p.len, it) : C::fill_iter(0, p.len, it);
-    return ok = done == p.len;
+    return ok = read_piece<C>(static_cast<page*>(iov::internal::xa_load_rcu(&brd->brd_pages, p.idx)), p, it);
   });
-  return ok ? 0 : blk_fail(rq, -EFAULT, "brd: the iterator ended before its count");
+  return read_result(rq, ok);
+}
+
+// Inside the caller's read-side section, which holds `first`, the first
+// piece's page (or nullptr), looked up in it.
+template <class C>
+int read_held(brd* brd, blk_request& rq, page* first) {
+  iov_iter* it = rq.iter;
+  bool ok = true, at_first = true;
+  for_each_piece(rq.sector << SECTOR_SHIFT, iov_iter_count(it), [&](const piece& p) {
+    page* pg = at_first ? first : static_cast<page*>(iov::internal::xa_load_rcu(&brd->brd_pages, p.idx));
+    at_first = false;
+    return ok = read_piece<C>(pg, p, it);
+  });
+  return read_result(rq, ok);
 }
 
 // Would this piece of a write need a new page? Not if the page exists, nor,
@@ -273,6 +297,19 @@ void write_zeroes(brd* brd, sector_t sector, sector_t nr_sectors, bool unmap) {
   }
   for_each_piece(whole_end, end - whole_end, clear);
 }
+
+// Asks for the first kilobyte of a stored page, for writing where the
+// request writes (the hardware prefetcher follows on from there).
+void prefetch_head(const page* pg, bool write) {
+  constexpr size_t kHeadBytes = 1024;
+  const char* head = static_cast<const char*>(page_address(pg));
+  for (size_t off = 0; off < kHeadBytes; off += 64) {
+    if (write)
+      __builtin_prefetch(head + off, 1);
+    else
+      __builtin_prefetch(head + off, 0);
+  }
+}
 }  // namespace
 }  // namespace drivers::internal
 
@@ -308,42 +345,78 @@ int brd_device::submit(blk_request& rq) {
 // Two passes over the window, neither waiting for what it asks for: the slot
 // lines of each READ's and WRITE's pages (eight slots a line, at most eight
 // lines a request: a longer request's later lookups overlap its own copies
-// anyway), then the first kilobyte of each one's first stored page, for
-// writing where the request writes (the hardware prefetcher follows on from
-// there). By the second pass the first slot has arrived and the rest are on
-// their way, so the window's misses overlap; then every copy starts from
-// lines already in flight. No head for nocache writes, whose streaming stores
-// would only evict it. A request beyond the end finds no leaf.
+// anyway), then each WRITE's first stored page's head. A READ's first slot
+// and head are submit_reads' to ask for, as it looks its page up. By the second pass the first
+// slot has arrived and the rest are on their way, so the window's misses
+// overlap; then every copy starts from lines already in flight. No head for
+// nocache writes, whose streaming stores would only evict it. A request
+// beyond the end finds no leaf.
 void brd_device::prefetch_requests(std::span<const blk_request> rqs) {
   constexpr unsigned long kSlotsPerLine = 64 / sizeof(void*);
-  constexpr size_t kHeadBytes = 1024;
   xarray* pages = &brd_->brd_pages;
   auto wanted = [](const blk_request& rq) { return (rq.op == REQ_OP_READ || rq.op == REQ_OP_WRITE) && rq.iter; };
   rcu_read_guard rcu;
   for (const blk_request& rq : rqs) {
     if (!wanted(rq)) continue;
+    const size_t in_page = (rq.sector << SECTOR_SHIFT) & ~PAGE_MASK;
+    if (rq.op == REQ_OP_READ && iov_iter_count(rq.iter) <= PAGE_SIZE - in_page) continue;  // one page: all submit_reads'
     unsigned lines = 0;
     drivers::internal::for_each_piece(rq.sector << SECTOR_SHIFT, iov_iter_count(rq.iter),
                                       [&](const drivers::internal::piece& p) {
                                         if (lines == 0 || p.idx % kSlotsPerLine == 0) {
-                                          internal::xa_prefetch_slot(pages, p.idx);
+                                          if (lines || rq.op != REQ_OP_READ) internal::xa_prefetch_slot(pages, p.idx);
                                           lines++;
                                         }
                                         return lines < 8;
                                       });
   }
-  const bool nocache = get_copy_mode() == copy_mode::nocache;
+  if (get_copy_mode() == copy_mode::nocache) return;
   for (const blk_request& rq : rqs) {
-    if (!wanted(rq) || (nocache && rq.op == REQ_OP_WRITE)) continue;
-    auto* pg = static_cast<page*>(internal::xa_load_rcu(pages, static_cast<unsigned long>(rq.sector >> PAGE_SECTORS_SHIFT)));
-    if (!pg) continue;
-    const char* head = static_cast<const char*>(page_address(pg));
-    for (size_t off = 0; off < kHeadBytes; off += 64) {
-      if (rq.op == REQ_OP_WRITE)
-        __builtin_prefetch(head + off, 1);
-      else
-        __builtin_prefetch(head + off, 0);
+    if (rq.op != REQ_OP_WRITE || !rq.iter) continue;
+    if (auto* pg = static_cast<page*>(internal::xa_load_rcu(pages, static_cast<unsigned long>(rq.sector >> PAGE_SECTORS_SHIFT))))
+      drivers::internal::prefetch_head(pg, true);
+  }
+}
+
+// In submit_batch's read-side section, for a run of READs, three passes:
+// each READ checked as submit() checks it, the leaf holding its first page
+// found and the slot's line asked for; then each slot loaded from its leaf
+// and the page's head asked for; then the copies. One walk of the tree a
+// READ, and the window's misses on slots, then on heads, overlap. A leaf
+// found stays valid memory in the section, and its slots change only while
+// it is in the tree (it leaves it empty): what the load reads is the page
+// of some moment since the walk. The section keeps every page found until
+// the copies are done (a discard meanwhile frees it after a grace period);
+// a page another thread inserts meanwhile is not seen, as if the READ had
+// come before that WRITE. The copy settings are read once per run.
+void brd_device::submit_reads(std::span<blk_request> rqs, int* results) {
+  constexpr size_t kChunk = 16;
+  const xarray* pages = &brd_->brd_pages;
+  for (size_t i = 0; i < rqs.size(); i += kChunk) {
+    const size_t n = std::min(kChunk, rqs.size() - i);
+    const internal::xa_node* leaf[kChunk];
+    page* first[kChunk];
+    for (size_t k = 0; k < n; k++) {
+      blk_request& rq = rqs[i + k];
+      const char* why = nullptr;
+      leaf[k] = nullptr;
+      if (int err = drivers::internal::blk_check_data(rq, get_capacity(), SECTOR_SIZE, &why)) {
+        results[i + k] = blk_fail(rq, err, why);
+        continue;
+      }
+      results[i + k] = 0;
+      const auto idx = static_cast<unsigned long>(rq.sector >> PAGE_SECTORS_SHIFT);
+      if ((leaf[k] = internal::xa_leaf(pages, idx))) __builtin_prefetch(&leaf[k]->slots[idx & XA_CHUNK_MASK]);
     }
+    for (size_t k = 0; k < n; k++) {
+      const auto idx = static_cast<unsigned long>(rqs[i + k].sector >> PAGE_SECTORS_SHIFT);
+      first[k] = leaf[k] ? static_cast<page*>(leaf[k]->slots[idx & XA_CHUNK_MASK].load(std::memory_order_acquire)) : nullptr;
+      if (first[k]) drivers::internal::prefetch_head(first[k], false);
+    }
+    drivers::internal::blk_dispatch(get_copy_mode(), get_iteration(), [&](auto copier) {
+      for (size_t k = 0; k < n; k++)
+        if (results[i + k] == 0) results[i + k] = drivers::internal::read_held<decltype(copier)>(brd_.get(), rqs[i + k], first[k]);
+    });
   }
 }
 

@@ -218,7 +218,8 @@ class blkdev {
   // to 16 requests before copying for the first, so that their cache misses
   // overlap. Consecutive READs of a window run inside one RCU read-side
   // section (a driver's READ must therefore never wait for a grace period,
-  // nor for a lock whose holder may). -EINVAL, with nothing submitted, when
+  // nor for a lock whose holder may), and brd looks each one's page up once
+  // in it. -EINVAL, with nothing submitted, when
   // results is shorter than rqs.
   int submit_batch(std::span<blk_request> rqs, std::span<int> results);
 
@@ -288,6 +289,11 @@ class blkdev {
   // fetching what they will need, without waiting and changing nothing. The
   // requests are not checked yet: any field may be out of range.
   virtual void prefetch_requests(std::span<const blk_request>) {}
+  // submit_batch() hands each run of consecutive READs of a window to this,
+  // after prefetch_requests() and inside one read-side section: results[k]
+  // = what submit(rqs[k]) would return. A driver may look a run's pages up
+  // once, in the section its copies run in. The requests are not checked.
+  virtual void submit_reads(std::span<blk_request> rqs, int* results);
 
  private:
   sector_t capacity_;

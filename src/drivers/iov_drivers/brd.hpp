@@ -69,6 +69,7 @@ class brd_device final : public blkdev {
   int do_lend_pages(sector_t sector, sector_t nr_sectors, std::vector<bio_vec>* out, const char** why) override;
   int do_replace_pages(pgoff_t index, page** pages, unsigned nr, const char** why, page** replaced) override;
   void prefetch_requests(std::span<const blk_request> rqs) override;
+  void submit_reads(std::span<blk_request> rqs, int* results) override;
 
  private:
   explicit brd_device(const brd_config& config);
