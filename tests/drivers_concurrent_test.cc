@@ -262,8 +262,6 @@ TEST(DriversConcurrent, BrdPagesFreedUnderReadersStayValid) {
   EXPECT_EQ(dev->nr_pages(), stored);
 }
 
-// --- null_blk -----------------------------------------------------------------------
-
 // Batched READs while whole leaves of the xarray come and go: a writer
 // stores a page alone in its leaf (64 pages a leaf) and discards the one it
 // stored before, so that pages are freed under the readers and leaves are
@@ -317,6 +315,8 @@ TEST(DriversConcurrent, BrdBatchedReadsWhileLeavesComeAndGo) {
   iov::rcu_barrier();
   EXPECT_EQ(dev->nr_pages(), 0u);
 }
+
+// --- null_blk -----------------------------------------------------------------------
 
 TEST(DriversConcurrent, NullBlkCacheOverlappingWritersReadersDiscardsFlushes) {
   auto made = iov::nullb_device::create(

@@ -346,11 +346,11 @@ int brd_device::submit(blk_request& rq) {
 // lines of each READ's and WRITE's pages (eight slots a line, at most eight
 // lines a request: a longer request's later lookups overlap its own copies
 // anyway), then each WRITE's first stored page's head. A READ's first slot
-// and head are submit_reads' to ask for, as it looks its page up. By the second pass the first
-// slot has arrived and the rest are on their way, so the window's misses
-// overlap; then every copy starts from lines already in flight. No head for
-// nocache writes, whose streaming stores would only evict it. A request
-// beyond the end finds no leaf.
+// and head are submit_reads' to ask for, as it looks its page up. By the
+// second pass the first slot has arrived and the rest are on their way, so
+// the window's misses overlap; then every copy starts from lines already in
+// flight. No head for nocache writes, whose streaming stores would only evict
+// it. A request beyond the end finds no leaf.
 void brd_device::prefetch_requests(std::span<const blk_request> rqs) {
   constexpr unsigned long kSlotsPerLine = 64 / sizeof(void*);
   xarray* pages = &brd_->brd_pages;

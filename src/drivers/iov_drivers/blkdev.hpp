@@ -219,8 +219,7 @@ class blkdev {
   // overlap. Consecutive READs of a window run inside one RCU read-side
   // section (a driver's READ must therefore never wait for a grace period,
   // nor for a lock whose holder may), and brd looks each one's page up once
-  // in it. -EINVAL, with nothing submitted, when
-  // results is shorter than rqs.
+  // in it. -EINVAL, with nothing submitted, when results is shorter than rqs.
   int submit_batch(std::span<blk_request> rqs, std::span<int> results);
 
   virtual const char* name() const = 0;             // "brd", "null_blk"

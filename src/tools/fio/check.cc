@@ -41,11 +41,12 @@ absl::Status check_device(const job_options& o, const blkdev& dev) {
   // A prefill writes every block, and the device keeps each in a page of its
   // own: beyond the memory the machine has free it would swap, or run out,
   // long after it started.
-  if (const uint64_t avail = available_memory(); o.prefill && stores && o.size > avail)
+  const uint64_t avail = available_memory();
+  if (o.prefill && stores && o.size > avail)
     return absl::InvalidArgumentError(absl::StrCat(
         "--prefill writes the whole device, --size=", o.size, " bytes, which ", o.driver,
         " keeps in memory: more than this machine has available (MemAvailable: ", avail, " bytes)"));
-  if (const uint64_t avail = available_memory(); o.engine == ioengine::memcpy && o.size > avail)
+  if (o.engine == ioengine::memcpy && o.size > avail)
     return absl::InvalidArgumentError(absl::StrCat("--ioengine=memcpy copies out of a mapping of --size=", o.size,
                                                    " bytes, written whole: more than this machine has available "
                                                    "(MemAvailable: ", avail, " bytes)"));
