@@ -112,8 +112,6 @@ IOV_ALWAYS_INLINE void init_at(crc32c_state* st, uint32_t crc, simd_level l) {
 uint32_t trial(simd_level l);
 constinit simd_dispatch<install, trial, supports> dispatch;
 
-IOV_ALWAYS_INLINE int level() { return static_cast<int>(dispatch.level()); }
-
 constexpr uint8_t kAvx2 = static_cast<uint8_t>(simd_level::avx2);
 
 // The folding kernels move the window over a tail of under 256 bytes only (the
@@ -235,7 +233,7 @@ uint32_t crc32c_final(const crc32c_state* st) {
 
 uint32_t crc32c_extend_zeroes(uint32_t crc, size_t n) {
 #ifdef IOV_CRC32C_X86
-  if (internal::level() >= static_cast<int>(internal::simd_level::avx2))
+  if (internal::dispatch.level() >= internal::simd_level::avx2)
     return internal::extend_zeroes_clmul(crc, n);
 #endif
   return internal::extend_zeroes_portable(crc, n);
