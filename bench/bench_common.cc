@@ -69,13 +69,20 @@ void fill_pattern(char* p, size_t len) {
   }
 }
 
+// The bytes at the start of buffer that hold the pattern, the rest mapping
+// them again: a tile of the tiled kind, half the l1 kind's one tile, all of
+// the streaming kind.
+size_t pattern_bytes(memory_kind kind) {
+  return kind == memory_kind::tiled ? g_tile : kind == memory_kind::l1 ? L1_TILE / 2 : BENCH_SIZE;
+}
+
 bench_memory* create_memory(memory_kind kind) {
   auto* m = new bench_memory{};  // kept until exit, as the kernel's kunit resources are per test
   m->kind = kind;
   m->size = BENCH_SIZE;
   if (kind != memory_kind::streaming) {
     // tiled: one tile each; l1: the two halves of one tile.
-    size_t tile = kind == memory_kind::l1 ? L1_TILE / 2 : g_tile;
+    size_t tile = pattern_bytes(kind);
     int fd = tile_fd("iov-bench-buffer", kind == memory_kind::l1 ? L1_TILE : tile);
     m->buffer = map_tiled(BENCH_SIZE, fd, 0, tile);
     if (kind == memory_kind::l1) {
@@ -115,8 +122,7 @@ std::map<std::string, std::string>& baselines() {
 }
 
 void restore_pattern(bench_memory& m) {
-  size_t bytes = m.kind == memory_kind::tiled ? g_tile : m.kind == memory_kind::l1 ? L1_TILE / 2 : m.size;
-  fill_pattern(m.buffer, bytes);
+  fill_pattern(m.buffer, pattern_bytes(m.kind));
 }
 
 void describe_pages(bench_memory* m) {

@@ -27,6 +27,7 @@
 
 #include "bench_common.hpp"
 #include "iov/internal/outofline.hpp"
+#include "iov/internal/simd_level.hpp"
 #include "iov/zero_scan.hpp"
 
 namespace iov::bench {
@@ -157,25 +158,21 @@ void bm_flat(benchmark::State& state, memory_kind kind) {
   expect_bytes(state, zero ? m.size : 0, m.size);
 }
 
-// The L1 cases' buffer, written once so that its pages are its own: never
-// written, each would be the kernel's zero page, and on AMD Zen the L1 data
-// cache, whose way predictor works on virtual addresses, misses on each new
-// alias of a line (16 KiB of such aliases: the AVX-512 scan 99 ns against
-// 31 ns written on Zen 5, ISA-L 126 against 92).
-char* l1_zeroes() {
-  alignas(4096) static char buf[L1_BUFFER];
-  static char* written = [] {
-    std::memset(buf, 0, sizeof buf);
-    benchmark::ClobberMemory();
-    return buf;
-  }();
-  return written;
+// The L1 cases' buffer: the dispatch trials' zeroes (simd_trial_zeroes),
+// written once so that its pages are its own: never written, each would be
+// the kernel's zero page, and on AMD Zen the L1 data cache, whose way
+// predictor works on virtual addresses, misses on each new alias of a line
+// (16 KiB of such aliases: the AVX-512 scan 99 ns against 31 ns written on
+// Zen 5, ISA-L 126 against 92).
+const char* l1_zeroes() {
+  static_assert(L1_BUFFER == iov::internal::kSimdTrialBytes);
+  return reinterpret_cast<const char*>(iov::internal::simd_trial_zeroes());
 }
 
 // One small buffer again and again: the kernel's speed when the data is in L1.
 template <flat F>
 void bm_flat_l1(benchmark::State& state) {
-  char* buf = l1_zeroes();
+  const char* buf = l1_zeroes();
   size_t done = 0;
   for (auto _ : state) {
     done = 0;

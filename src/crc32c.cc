@@ -100,10 +100,17 @@ uint8_t state_level(simd_level l) {
   return static_cast<uint8_t>(l);
 }
 
+// Starts a state at `crc` with the kernels of level l: crc32c_init() at the
+// installed level, the trial at the level it times.
+IOV_ALWAYS_INLINE void init_at(crc32c_state* st, uint32_t crc, simd_level l) {
+  st->tail_len = 0;
+  st->tail_crc = crc;
+  st->level = state_level(l);
+  st->folded = false;
+}
+
 uint32_t trial(simd_level l);
 constinit simd_dispatch<install, trial, supports> dispatch;
-
-IOV_ALWAYS_INLINE int level() { return static_cast<int>(dispatch.level()); }
 
 constexpr uint8_t kAvx2 = static_cast<uint8_t>(simd_level::avx2);
 
@@ -127,17 +134,14 @@ IOV_NOINLINE void copy_update_portable(crc32c_state* st, void* dst, const void* 
 // The trial: 8 KiB in 512-byte pieces (sectors, where the levels differ most:
 // the portable level pays a flat call per piece), of the zero scan's trial
 // bytes (simd_trial_zeroes: pages of their own, no stack used). The state is
-// set up by hand, not by crc32c_init(), which would ask for the level being
-// chosen.
+// started by init_at(), not by crc32c_init(), which would ask for the level
+// being chosen.
 uint32_t trial(simd_level l) {
   constexpr size_t kBytes = 8192, kPiece = 512, kPieces = kBytes / kPiece;
   static_assert(kBytes <= kSimdTrialBytes);
   const unsigned char* trial_bytes = simd_trial_zeroes();
   crc32c_state st;
-  st.tail_len = 0;
-  st.tail_crc = ~0u;
-  st.level = state_level(l);
-  st.folded = false;
+  init_at(&st, ~0u, l);
   const uint64_t t0 = simd_trial_clock_ns();
   for (size_t k = 0; k < kPieces; k++)
     crc32c_update(&st, trial_bytes + k * kPiece, kPiece);
@@ -200,10 +204,7 @@ template size_t outofline_walk::run<crc32c_copy_from_iter_steps<crc32c_state>>(i
 // ---- the streaming form -----------------------------------------------------
 
 void crc32c_init(crc32c_state* st, uint32_t crc) {
-  st->tail_len = 0;
-  st->tail_crc = crc;
-  st->level = internal::state_level(static_cast<internal::simd_level>(internal::level()));
-  st->folded = false;
+  internal::init_at(st, crc, internal::dispatch.level());
 }
 
 // Folded, the CRC is crc32c(0, window) * x^(8 * tail_len) ^ tail_crc: n more
@@ -232,7 +233,7 @@ uint32_t crc32c_final(const crc32c_state* st) {
 
 uint32_t crc32c_extend_zeroes(uint32_t crc, size_t n) {
 #ifdef IOV_CRC32C_X86
-  if (internal::level() >= static_cast<int>(internal::simd_level::avx2))
+  if (internal::dispatch.level() >= internal::simd_level::avx2)
     return internal::extend_zeroes_clmul(crc, n);
 #endif
   return internal::extend_zeroes_portable(crc, n);
