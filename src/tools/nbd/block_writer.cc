@@ -41,18 +41,15 @@ int block_writer::write_range(uint64_t offset, uint64_t length, const unsigned c
     take(n);
   }
   if (const uint64_t whole = (end - at) / lbs * lbs) {
-    int err;
     blk_request br{.op = src ? REQ_OP_WRITE : REQ_OP_WRITE_ZEROES, .flags = rq_flags, .sector = at >> SECTOR_SHIFT};
+    iov_iter it;
     if (src) {
-      iov_iter it;
       iov_iter_ubuf(&it, ITER_SOURCE, const_cast<unsigned char*>(src), whole);
       br.iter = &it;
-      err = dev_.submit(br);
     } else {
       br.nr_sectors = whole >> SECTOR_SHIFT;
-      err = dev_.submit(br);
     }
-    if (err) {
+    if (int err = dev_.submit(br)) {
       *why = br.error;
       return err;
     }

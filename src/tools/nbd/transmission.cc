@@ -287,7 +287,7 @@ void transmission::reply_error(const request& rq, uint32_t error, const char* me
   out_.queue_bytes(message, length);
 }
 
-// The headers now; the data when it is sent (transmission::flush), so a READ
+// The headers now; the data when it is sent (output_queue::flush), so a READ
 // holds nothing while it waits: a simple reply; one OFFSET_DATA chunk when
 // the client asked not to fragment (DF); else the range in runs of data and
 // of zeros, the zeros as OFFSET_HOLE chunks (read_runs).
