@@ -35,14 +35,18 @@ std::unique_ptr<server_process> activate(const std::string& address, std::vector
   return std::make_unique<server_process>(which("systemd-socket-activate"), argv);
 }
 
-// Waits until a socket file exists at path (the activator listens).
-bool wait_for_socket(const std::string& path) {
-  for (int i = 0; i < 2000; i++) {
-    if (is_socket(path))
-      return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+// Runs a client until it connects: the activator binds its socket (the
+// file appears) before it listens, and a connection in between is refused
+// without starting the server.
+run_result run_until_connected(const std::vector<std::string>& argv) {
+  run_result r;
+  for (int i = 0; i < 400; i++) {
+    r = run(argv);
+    if (r.status == 0)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  return false;
+  return r;
 }
 
 // Writes and reads back through our client on a connection to the server.
@@ -68,8 +72,7 @@ TEST(NbdSocketActivation, ServesRealClientsOnAHandedOverUnixSocket) {
   temp_dir dir;
   const std::string sock = dir.path("sock");
   auto srv = activate(sock, {"--size=4m", "--description=activated"});
-  ASSERT_TRUE(wait_for_socket(sock)) << srv->output();
-  auto info = run({"nbdinfo", unix_uri(sock)});
+  auto info = run_until_connected({"nbdinfo", unix_uri(sock)});
   ASSERT_EQ(info.status, 0) << info.output << srv->output();
   EXPECT_NE(info.output.find("export-size: 4194304"), std::string::npos) << info.output;
   EXPECT_NE(info.output.find("description: activated"), std::string::npos) << info.output;
@@ -89,13 +92,7 @@ TEST(NbdSocketActivation, ServesRealClientsOnAHandedOverTcpSocket) {
   ASSERT_NE(port, 0);
   const std::string address = "127.0.0.1:" + std::to_string(port);
   auto srv = activate(address, {"--size=8m"});
-  run_result info;
-  for (int i = 0; i < 200; i++) {  // until the activator listens
-    info = run({"nbdinfo", "--size", "nbd://" + address});
-    if (info.status == 0)
-      break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  auto info = run_until_connected({"nbdinfo", "--size", "nbd://" + address});
   ASSERT_EQ(info.status, 0) << info.output << srv->output();
   EXPECT_EQ(info.output, "8388608\n");
   ASSERT_TRUE(srv->wait_listening()) << srv->output();
