@@ -34,6 +34,7 @@
 #include <utility>
 
 #include "bench_common.hpp"
+#include "case_names.hpp"
 #include "iov/internal/outofline.hpp"
 
 namespace iov::bench {
@@ -56,7 +57,7 @@ size_t shovel_zero(void* iter_to, size_t, size_t len, void*, void*) {
   std::memset(iter_to, 0, len);
   return 0;
 }
-enum class op { copy, copy_to, zero };
+using op = iteration_op;
 
 // The type-specific walk of a case's iterators.
 template <bench_case C, class Step>
@@ -223,12 +224,8 @@ void bm_flat(benchmark::State& state, memory_kind kind) {
     restore_pattern(m);
 }
 
-// The case's group and its baseline: "bvec" and baseline_memcpy_bvec,
-// "copy_to_bvec" and baseline_memcpy_to_bvec, "zero_bvec" and baseline_memset_bvec.
-std::string group_of(op o, bench_case c) {
-  const char* prefix[] = {"", "copy_to_", "zero_"};
-  return prefix[static_cast<int>(o)] + std::string(case_name(c));
-}
+// The case's baseline: baseline_memcpy_bvec for "bvec", baseline_memcpy_to_bvec
+// for "copy_to_bvec", baseline_memset_bvec for "zero_bvec".
 std::string baseline_of(op o, bench_case c) {
   const char* prefix[] = {"baseline_memcpy_", "baseline_memcpy_to_", "baseline_memset_"};
   return prefix[static_cast<int>(o)] + std::string(case_name(c));
@@ -237,7 +234,7 @@ std::string baseline_of(op o, bench_case c) {
 template <bench_case C, op O>
 void register_case(memory_kind kind) {
   const std::string sfx = memory_suffix(kind);
-  const std::string group = group_of(O, C), base = baseline_of(O, C);
+  const std::string group = iteration_group(O, C), base = baseline_of(O, C);
   const std::string bench = "iov_kunit_benchmark_" + group;
   auto reg = [kind](const std::string& name, std::function<void(benchmark::State&)> fn) {
     if (kind == memory_kind::l1)

@@ -6,34 +6,18 @@
 #include <utility>
 
 #include "bench_common.hpp"
+#include "case_names.hpp"
 
 namespace iov::bench {
 
 namespace {
 
-constexpr char kPrefix[] = "iov_kunit_benchmark_";
-constexpr char kStreaming[] = "_streaming";
-
 bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
-bool ends_with(const std::string& s, const std::string& p) {
-  return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
-}
 
 struct case_info {
   std::string kind, op, iter, form = "inline", memory = "tiled", vs, ratio = "time", target;
   std::map<std::string, std::string> counter_targets;
 };
-
-// The iterator type a group ends in (the longest: bvec_split, not bvec), or "".
-std::string iterator_type_of(const std::string& group) {
-  std::string best;
-  for (bench_case c : all_cases) {
-    std::string t = case_name(c);
-    if ((group == t || ends_with(group, "_" + t)) && t.size() > best.size())
-      best = t;
-  }
-  return best;
-}
 
 // The bounds the figures are meant to keep (docs/benchmarks.md,
 // docs/operations.md, docs/memory.md); the KTAP summary marks the two of the
@@ -62,57 +46,39 @@ void set_targets(case_info* c, const std::string& group) {
       {"brd_resident", {{"rss_per_byte_stored", "<=1.10"}}},
       {"brd_churn", {{"rss_per_byte_stored", "<=1.10"}, {"rss_ratio_last_first", "<=1.10"}}},
   };
-  std::string key = group + (c->memory == "streaming" ? kStreaming : "");
+  std::string key = group + (c->memory == "streaming" ? "_streaming" : "");
   if (auto t = inline_targets.find(key); t != inline_targets.end() && c->form == "inline")
     c->target = t->second;
   if (auto t = counter_targets.find(key); t != counter_targets.end() && c->kind == "memory")
     c->counter_targets = t->second;
 }
 
-case_info describe(std::string name, const std::set<std::string>& all, bool memory_counters) {
+case_info describe(const std::string& name, const std::set<std::string>& all, bool memory_counters) {
+  const case_name_parts p = split_case_name(name, all);
   case_info c;
-  std::string sfx;
-  if (ends_with(name, kStreaming)) {
-    c.memory = "streaming";
-    sfx = kStreaming;
-    name.resize(name.size() - sfx.size());
-  } else if (is_l1_case(name)) {
-    c.memory = "l1";
-    sfx = "_l1";
-    name.resize(name.size() - sfx.size());
-  }
-  if (starts_with(name, "baseline_")) {
+  c.form = p.form;
+  c.memory = p.memory;
+  if (p.baseline) {
     c.kind = "baseline";
-    c.form = "baseline";
-    c.op = name.substr(9);
+    c.op = p.group.substr(sizeof "baseline_" - 1);
     return c;
   }
-  std::string group = starts_with(name, kPrefix) ? name.substr(sizeof kPrefix - 1) : name;
-  // Another form of a case is the case's name and a suffix of its own
-  // (_outofline, _typed, ...), unless the whole is a group with a baseline
-  // of its own (brd_randread_batch16) or ends in an iterator type
-  // (crc32c_bvec_split is not a form of crc32c_bvec).
-  size_t cut = group.rfind('_');
-  if (cut != std::string::npos && baseline_for(group).empty() && iterator_type_of(group).empty() &&
-      all.count(kPrefix + group.substr(0, cut) + sfx)) {
-    c.form = group.substr(cut + 1);
-    group.resize(cut);
-  }
+  const std::string& group = p.group;
   c.iter = iterator_type_of(group);
   c.op = c.iter.empty() ? group : group == c.iter ? "copy" : group.substr(0, group.size() - c.iter.size() - 1);
   if (memory_counters)
     c.kind = "memory";
-  else if (!c.iter.empty() && (c.op == "copy" || c.op == "copy_to" || c.op == "zero"))
+  else if (is_iteration_group(group))
     c.kind = "iteration";
   else if (starts_with(group, "brd_") || starts_with(group, "null_blk_"))
     c.kind = "driver";
   else
     c.kind = "operation";
   if (c.form != "inline") {
-    c.vs = kPrefix + group + sfx;
+    c.vs = kCasePrefix + group + p.suffix;
   } else {
     std::string base = baseline_for(group);
-    c.vs = (base.empty() ? "baseline_" + group : base) + sfx;
+    c.vs = (base.empty() ? "baseline_" + group : base) + p.suffix;
   }
   if (!all.count(c.vs) || c.kind == "memory")
     c.vs.clear();

@@ -30,6 +30,7 @@
 #include <iostream>
 #include <iterator>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -523,8 +524,8 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("iov_version", iov::tools::version());
   benchmark::AddCustomContext("iov_commit", iov::tools::commit());
   benchmark::AddCustomContext("iov_cpu", cpu_description());
-  benchmark::AddCustomContext("iov_simd",
-                              iov::internal::simd_level_name(iov::internal::default_simd_level()));
+  // The ceiling of the families' levels; the iov_simd_<family> values say what runs.
+  benchmark::AddCustomContext("iov_simd", iov::internal::simd_level_name(iov::internal::simd_ceiling()));
   for (const auto& [family, what] : choices)
     benchmark::AddCustomContext("iov_simd_" + family, what);
   benchmark::AddCustomContext("iov_clock", opt.wall_clock ? "wall" : "cpu");
@@ -535,10 +536,11 @@ int main(int argc, char** argv) {
   every.filter = ".";
   initialize_benchmark(every, true, false);
   benchmark::RunSpecifiedBenchmarks(&all_lister);
-  std::vector<std::string> all_names = all_lister.names();
+  std::vector<std::string> listed = all_lister.names();
+  const std::set<std::string> all_names(listed.begin(), listed.end());
 
   ktap_reporter ktap(names.size(), header, opt.wall_clock, opt.rounds);
-  iov::bench::json_reporter json({all_names.begin(), all_names.end()}, opt.json_samples,
+  iov::bench::json_reporter json(all_names, opt.json_samples,
                                  [&ktap](const std::string& name) {
                                    const auto& r = ktap.results();
                                    auto it = std::find_if(r.rbegin(), r.rend(),
@@ -558,7 +560,7 @@ int main(int argc, char** argv) {
   }
   benchmark::Shutdown();
 
-  std::vector<std::string> summary = summarize(ktap.results());
+  std::vector<std::string> summary = summarize(ktap.results(), all_names);
   for (const std::string& line : summary)
     std::cout << "# " << line << "\n";
   bool json_ok = opt.json.empty() || json_complete(opt.json);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "bench_common.hpp"
+#include "case_names.hpp"
 
 // The source tree's scripts/plot-bench, for iov-bench in its build tree (the
 // top-level CMakeLists.txt defines it); installed, iov-bench finds
@@ -95,44 +96,15 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 
 enum { FORM_INLINE, FORM_OUTOFLINE, FORM_TYPED, FORM_INDIRECT, N_FORMS };
 
-struct name_parts {
-  std::string group;  // "bvec", "zero_xarray", or the whole name of a baseline
-  int form = FORM_INLINE;
-  std::string memory = "tiled";  // or "streaming", "l1"
-  bool baseline = false;
-};
-
-// The name's suffix for p's memory: "", "_streaming" or "_l1".
-std::string memory_suffix(const name_parts& p) { return p.memory == "tiled" ? "" : "_" + p.memory; }
-
-name_parts parse_name(std::string n) {
-  name_parts p;
-  if (ends_with(n, "_streaming")) {
-    p.memory = "streaming";
-    n.resize(n.size() - 10);
-  } else if (iov::bench::is_l1_case(n)) {
-    p.memory = "l1";
-    n.resize(n.size() - 3);
-  }
-  if (n.rfind("baseline_", 0) == 0) {
-    p.baseline = true;
-  } else {
-    const std::string prefix = "iov_kunit_benchmark_";
-    if (n.rfind(prefix, 0) == 0)
-      n = n.substr(prefix.size());
-    if (ends_with(n, "_outofline")) {
-      p.form = FORM_OUTOFLINE;
-      n.resize(n.size() - 10);
-    } else if (ends_with(n, "_typed")) {
-      p.form = FORM_TYPED;
-      n.resize(n.size() - 6);
-    } else if (ends_with(n, "_indirect")) {
-      p.form = FORM_INDIRECT;
-      n.resize(n.size() - 9);
-    }
-  }
-  p.group = n;
-  return p;
+// The summary's column of a form.
+int form_column(const std::string& form) {
+  if (form == "outofline")
+    return FORM_OUTOFLINE;
+  if (form == "typed")
+    return FORM_TYPED;
+  if (form == "indirect")
+    return FORM_INDIRECT;
+  return FORM_INLINE;
 }
 
 // --- Summary -----------------------------------------------------------------
@@ -144,14 +116,15 @@ struct group_row {
   const bench_result* baseline = nullptr;
 };
 
-std::vector<group_row> group_rows(const std::vector<bench_result>& results, std::set<std::string>* used) {
+std::vector<group_row> group_rows(const std::vector<bench_result>& results, const std::set<std::string>& all_names,
+                                  std::set<std::string>* used) {
   std::map<std::string, const bench_result*> by_name;
   for (const bench_result& r : results)
     if (!r.error && r.kept)
       by_name[r.name] = &r;
   std::vector<group_row> rows;
   for (const bench_result& r : results) {
-    name_parts p = parse_name(r.name);
+    case_name_parts p = split_case_name(r.name, all_names);
     if (p.baseline || r.error || !r.kept)
       continue;
     auto it = std::find_if(rows.begin(), rows.end(), [&](const group_row& g) {
@@ -163,25 +136,15 @@ std::vector<group_row> group_rows(const std::vector<bench_result>& results, std:
       std::string base = iov::bench::baseline_for(p.group);
       if (base.empty())
         base = "baseline_" + p.group;
-      auto b = by_name.find(base + memory_suffix(p));
+      auto b = by_name.find(base + p.suffix);
       if (b != by_name.end()) {
         it->baseline = b->second;
         used->insert(b->first);
       }
     }
-    it->forms[p.form] = &r;
+    it->forms[form_column(p.form)] = &r;
   }
   return rows;
-}
-
-// The targets are about the tiled figures of the iteration cases, and the
-// copies' in L1.
-bool is_iteration_group(const std::string& group) {
-  for (iov::bench::bench_case c : iov::bench::all_cases)
-    for (const char* op : {"", "zero_", "copy_to_"})
-      if (group == op + std::string(iov::bench::case_name(c)))
-        return true;
-  return false;
 }
 
 std::string ratio(const bench_result* a, const bench_result* b) {
@@ -194,9 +157,9 @@ std::string ratio(const bench_result* a, const bench_result* b) {
 
 }  // namespace
 
-std::vector<std::string> summarize(const std::vector<bench_result>& results) {
+std::vector<std::string> summarize(const std::vector<bench_result>& results, const std::set<std::string>& all_names) {
   std::set<std::string> used;
-  std::vector<group_row> rows = group_rows(results, &used);
+  std::vector<group_row> rows = group_rows(results, all_names, &used);
   std::vector<std::string> out;
   char line[256];
   int pass = 0, miss = 0;
@@ -236,7 +199,7 @@ std::vector<std::string> summarize(const std::vector<bench_result>& results) {
   for (const bench_result& r : results) {
     // Baselines without a row of their own, and the flat ones (which several rows share).
     bool flat = ends_with(r.name, "_flat") || ends_with(r.name, "_flat_streaming");
-    if (r.error || !r.kept || !parse_name(r.name).baseline || (used.count(r.name) && !flat))
+    if (r.error || !r.kept || !split_case_name(r.name, all_names).baseline || (used.count(r.name) && !flat))
       continue;
     if (std::exchange(first, false)) {
       std::snprintf(line, sizeof line, "%-45s %8s %7s", "flat and other baselines", "median", "GB/s");

@@ -4,10 +4,11 @@
 //
 //   iov::bench::bench_result r{.name = "iov_kunit_benchmark_bvec", .samples_us = {...}};
 //   iov::bench::compute_stats(&r);
-//   for (const std::string& line : iov::bench::summarize({r})) std::cout << "# " << line << "\n";
+//   for (const std::string& line : iov::bench::summarize({r}, {r.name})) std::cout << "# " << line << "\n";
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -42,8 +43,9 @@ std::string display_name(const std::string& full);
 
 // The summary's lines (without the leading "# "): per group and memory kind,
 // the medians, the ratios of the forms and against the baseline, and the
-// targets with PASS/MISS.
-std::vector<std::string> summarize(const std::vector<bench_result>& results);
+// targets with PASS/MISS. all_names: every case registered, whatever ran
+// (the names are read as case_names.hpp says).
+std::vector<std::string> summarize(const std::vector<bench_result>& results, const std::set<std::string>& all_names);
 
 // Runs plot-bench on the JSON the run wrote; returns what the report says
 // about the chart (its path, or why there is none).

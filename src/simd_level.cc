@@ -57,6 +57,13 @@ bool cpu_has(simd_level l) {
 #endif
 }
 
+// The highest level at or below l that runs[] allows; the portable one when none does.
+simd_level highest_at_or_below(simd_level l, const bool (&runs)[kSimdLevels]) {
+  while (l != simd_level::portable && !runs[static_cast<int>(l)])
+    l = static_cast<simd_level>(static_cast<int>(l) - 1);
+  return l;
+}
+
 }  // namespace
 
 bool cpu_supports(simd_level l) {
@@ -110,17 +117,11 @@ simd_choice simd_choose(simd_trial_fn trial, simd_supports_fn supports, simd_sup
   const uint64_t start = simd_trial_clock_ns();
   simd_choice c;
   bool runs[kSimdLevels];
-  simd_level best = simd_level::portable;
-  for (int k = 0; k < kSimdLevels; k++) {
-    runs[k] = supports(static_cast<simd_level>(k));
-    if (runs[k]) best = static_cast<simd_level>(k);
-  }
+  for (int k = 0; k < kSimdLevels; k++) runs[k] = supports(static_cast<simd_level>(k));
   simd_level forced;
   if (simd_env_level(&forced)) {
     c.forced = true;
-    c.level = forced < best ? forced : best;
-    while (c.level != simd_level::portable && !runs[static_cast<int>(c.level)])
-      c.level = static_cast<simd_level>(static_cast<int>(c.level) - 1);
+    c.level = highest_at_or_below(forced, runs);
   } else {
     for (int k = 1; k < kSimdLevels; k++) {
       if (runs[k] && rule != nullptr && !rule(static_cast<simd_level>(k))) {
@@ -128,7 +129,7 @@ simd_choice simd_choose(simd_trial_fn trial, simd_supports_fn supports, simd_sup
         c.ruled_out |= static_cast<uint8_t>(1u << k);
       }
     }
-    while (!runs[static_cast<int>(best)]) best = static_cast<simd_level>(static_cast<int>(best) - 1);
+    const simd_level best = highest_at_or_below(simd_level::avx512, runs);
     // One untimed run each first: page faults on the job's buffers, the code
     // brought into cache, and (on Intel) the wide units powered up, which
     // would otherwise count against whichever level runs first.

@@ -10,7 +10,8 @@ them (ctest bench_json_chart; scripts/plot-bench, bench/json_report.cc).
 - Each run's label says what the contract's names say: a baseline_ case is a
   baseline, NAME_outofline is the out-of-line form of NAME and is measured
   against it, crc32c_bvec_split is an operation over bvec_split (not a form
-  of crc32c_bvec), an inline case is measured against a case that exists.
+  of crc32c_bvec), an inline case is measured against a case that exists;
+  the KTAP summary has a row for each inline case, under the same group.
 - The chart (SVG, and PNG through rsvg-convert) has one bar per ratio the
   run holds, each target drawn, the CPU, SIMD level and commit in its title;
   a case with a form no one has named yet gets its own bars and legend.
@@ -93,6 +94,18 @@ def main():
             check(lab.get("iter") == "bvec_split" and lab.get("op") == "crc32c", f"{name}: {lab}")
     if "iov_kunit_benchmark_crc32c_l2_4k" in labels:  # docs/operations.md's target
         check(labels["iov_kunit_benchmark_crc32c_l2_4k"].get("target") == "<=1.03", "crc32c_l2_4k's target")
+
+    # The KTAP summary reads the names as the labels do (one parser,
+    # bench/case_names.hpp): a row per inline case under its group and memory.
+    rows = {tuple(line[2:].split()[:2]) for line in runs["plain_out"].splitlines() if line.startswith("# ")}
+    prefix = "iov_kunit_benchmark_"
+    for name, lab in labels.items():
+        if lab.get("form") != "inline" or lab.get("kind") == "memory":
+            continue
+        group = name[len(prefix):] if name.startswith(prefix) else name
+        if lab["memory"] != "tiled":
+            group = group[: -len("_" + lab["memory"])]
+        check((group, lab["memory"]) in rows, f"the summary has no row {group} {lab['memory']} for {name}")
 
     # compare.py reads two runs as they are, with samples or without.
     if os.path.exists(COMPARE):

@@ -20,6 +20,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "iov/internal/outofline.hpp"
@@ -142,26 +143,36 @@ TEST_P(ZeroScanLevel, NeverReadsOutside) {
 
 INSTANTIATE_TEST_SUITE_P(Levels, ZeroScanLevel, iov_test::all_simd_levels(), iov_test::simd_level_param_name);
 
-// IOV_SIMD lowers the level a family resolves to, never raises it.
+// IOV_SIMD lowers the ceiling, and the level a family resolves to, never
+// raises them: forced, the zero scan runs the ceiling (it has no requirement
+// beyond the CPU's); unforced, its measured choice stays at or below it.
 TEST(ZeroScanDispatch, EnvironmentCapsTheLevel) {
   const simd_level best = iov::internal::best_simd_level();
   const char* saved = std::getenv("IOV_SIMD");
   std::string keep = saved ? saved : "";
-  setenv("IOV_SIMD", "portable", 1);
-  EXPECT_EQ(iov::internal::default_simd_level(), simd_level::portable);
-  setenv("IOV_SIMD", "avx2", 1);
-  EXPECT_EQ(iov::internal::default_simd_level(), std::min(best, simd_level::avx2));
-  setenv("IOV_SIMD", "avx512", 1);
-  EXPECT_EQ(iov::internal::default_simd_level(), best);
+  const std::pair<const char*, simd_level> forced[] = {
+      {"portable", simd_level::portable}, {"avx2", std::min(best, simd_level::avx2)}, {"avx512", best}};
+  for (const auto& [env, want] : forced) {
+    setenv("IOV_SIMD", env, 1);
+    EXPECT_EQ(iov::internal::simd_ceiling(), want) << env;
+    iov::internal::simd_choice c = iov::internal::zero_scan_choose();
+    EXPECT_TRUE(c.forced) << env;
+    EXPECT_EQ(c.level, want) << env;
+    EXPECT_EQ(iov::internal::zero_scan_level(), want) << env;
+  }
   unsetenv("IOV_SIMD");
-  EXPECT_EQ(iov::internal::default_simd_level(), best);
+  EXPECT_EQ(iov::internal::simd_ceiling(), best);
+  iov::internal::simd_choice c = iov::internal::zero_scan_choose();
+  EXPECT_FALSE(c.forced);
+  EXPECT_LE(c.level, best);
   if (saved) setenv("IOV_SIMD", keep.c_str(), 1);
+  iov::internal::zero_scan_choose();  // the level this process would have chosen
 }
 
 TEST(ZeroScanDispatch, SelectRefusesWhatTheCpuLacks) {
   for (simd_level l : iov_test::kAllSimdLevels)
     EXPECT_EQ(iov::internal::zero_scan_select(l), iov::internal::cpu_supports(l));
-  EXPECT_TRUE(iov::internal::zero_scan_select(iov::internal::default_simd_level()));
+  EXPECT_TRUE(iov::internal::zero_scan_select(iov::internal::simd_ceiling()));
 }
 
 // ---- iterator layouts -------------------------------------------------------

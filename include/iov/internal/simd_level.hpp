@@ -70,9 +70,10 @@ inline simd_level best_simd_level() {
 // or names none of them.
 bool simd_env_level(simd_level* l);
 
-// The best level the CPU has, lowered to what IOV_SIMD names (to compare
-// levels, or to rule out a suspect kernel in the field).
-inline simd_level default_simd_level() {
+// The CPU's best level lowered to what IOV_SIMD names: the ceiling of every
+// family's choice (a family may run below it, by measurement or for want of
+// its own requirements; its <family>_choice() says what it runs).
+inline simd_level simd_ceiling() {
   simd_level best = best_simd_level(), want;
   return simd_env_level(&want) && want < best ? want : best;
 }
