@@ -388,9 +388,10 @@ void brd_device::prefetch_requests(std::span<const blk_request> rqs) {
 // of some moment since the walk. The section keeps every page found until
 // the copies are done (a discard meanwhile frees it after a grace period);
 // a page another thread inserts meanwhile is not seen, as if the READ had
-// come before that WRITE. The copy settings are read once per run.
+// come before that WRITE. The copy settings are read once per run. A run is
+// at most a window long (submit_batch): the loop is for any other caller.
 void brd_device::submit_reads(std::span<blk_request> rqs, int* results) {
-  constexpr size_t kChunk = 16;
+  constexpr size_t kChunk = kBatchWindow;
   const xarray* pages = &brd_->brd_pages;
   for (size_t i = 0; i < rqs.size(); i += kChunk) {
     const size_t n = std::min(kChunk, rqs.size() - i);

@@ -68,12 +68,9 @@ int blkdev::map_extents(sector_t sector, sector_t nr_sectors, std::vector<blk_ex
 
 int blkdev::submit_batch(std::span<blk_request> rqs, std::span<int> results) {
   if (results.size() < rqs.size()) return -EINVAL;
-  // Far enough ahead for the lookups' misses to overlap, near enough that
-  // what they fetch is still cached when its request runs.
-  constexpr size_t kWindow = 16;
   int first_err = 0;
-  for (size_t i = 0; i < rqs.size(); i += kWindow) {
-    const size_t end = std::min(rqs.size(), i + kWindow);
+  for (size_t i = 0; i < rqs.size(); i += kBatchWindow) {
+    const size_t end = std::min(rqs.size(), i + kBatchWindow);
     // A run of READs goes to submit_reads() inside one read-side section, so
     // that each page's section in the driver nests (a thread-local
     // increment): the kernel's rcu_read_lock() is a preempt count, where our

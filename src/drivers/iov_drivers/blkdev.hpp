@@ -214,13 +214,18 @@ class blkdev {
   // first failure's. The outcome is that of the same submit() calls one
   // after the other (a failed request stops nothing after it); what a batch
   // buys is that the device sees the requests ahead, as the kernel's blk-mq
-  // hands a plugged list to ->queue_rqs(): brd fetches the xarray slots of up
-  // to 16 requests before copying for the first, so that their cache misses
-  // overlap. Consecutive READs of a window run inside one RCU read-side
-  // section (a driver's READ must therefore never wait for a grace period,
-  // nor for a lock whose holder may), and brd looks each one's page up once
-  // in it. -EINVAL, with nothing submitted, when results is shorter than rqs.
+  // hands a plugged list to ->queue_rqs(): brd fetches the xarray slots of a
+  // window's requests (kBatchWindow) before copying for the first, so that
+  // their cache misses overlap. Consecutive READs of a window run inside one
+  // RCU read-side section (a driver's READ must therefore never wait for a
+  // grace period, nor for a lock whose holder may), and brd looks each one's
+  // page up once in it. -EINVAL, with nothing submitted, when results is shorter than rqs.
   int submit_batch(std::span<blk_request> rqs, std::span<int> results);
+  // submit_batch() takes the requests in windows of this many: far enough
+  // ahead for the lookups' misses to overlap, near enough that what they
+  // fetch is still cached when its request runs. prefetch_requests() and
+  // submit_reads() are never handed more at once.
+  static constexpr size_t kBatchWindow = 16;
 
   virtual const char* name() const = 0;             // "brd", "null_blk"
   sector_t get_capacity() const { return capacity_; }  // in 512-byte sectors

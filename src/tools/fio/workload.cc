@@ -251,12 +251,12 @@ struct planned {
 
 // --ioengine=memcpy: the requests planned for buffers slot, slot + 1, ...
 // made as plain copies between the buffers and the mapping. A batch goes in
-// windows of 16 whose blocks' first KiB is asked for before any is copied,
-// as submit_batch does for brd's pages: the fastest a plain copy goes with
+// submit_batch's windows, whose blocks' first KiB is asked for before any is
+// copied, as brd does for its pages: the fastest a plain copy goes with
 // the window known (a loop waiting for each miss in turn ran at 0.78 of it
 // on Zen 5). One request at a time is copied as it is.
 void memcpy_io(job& j, unsigned slot, std::span<const planned> plan) {
-  constexpr size_t kWindow = 16, kHead = 1024;
+  constexpr size_t kWindow = blkdev::kBatchWindow, kHead = 1024;
   const uint64_t bs = j.o->bs;
   auto where = [&j, bs](const planned& p) { return j.memory + j.region_start + p.block * bs; };
   for (size_t i = 0; i < plan.size(); i += kWindow) {
