@@ -330,6 +330,12 @@ client::meta_result client::opt_meta_context(uint32_t option, const std::string&
 
 bool client::send_request(uint16_t type, uint16_t flags, uint64_t cookie, uint64_t offset, uint64_t length,
                           const void* payload, size_t payload_len, uint32_t magic) {
+  const bytes b = request_bytes(type, flags, cookie, offset, length, payload, payload_len, magic);
+  return send_bytes(b.data(), b.size());
+}
+
+bytes client::request_bytes(uint16_t type, uint16_t flags, uint64_t cookie, uint64_t offset, uint64_t length,
+                            const void* payload, size_t payload_len, uint32_t magic) const {
   bytes b;
   put32(&b, magic ? magic : extended_ ? kExtendedRequestMagic : kRequestMagic);
   put16(&b, flags);
@@ -342,7 +348,7 @@ bool client::send_request(uint16_t type, uint16_t flags, uint64_t cookie, uint64
     put32(&b, static_cast<uint32_t>(length));
   const auto* p = static_cast<const unsigned char*>(payload);
   b.insert(b.end(), p, p + payload_len);
-  return send_bytes(b.data(), b.size());
+  return b;
 }
 
 reply client::read_reply(uint64_t cookie, uint16_t type, uint64_t offset, uint64_t length) {

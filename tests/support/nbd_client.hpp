@@ -193,6 +193,9 @@ class client {
   // gets NBD_CMD_FLAG_PAYLOAD_LEN from write(), not from send_request().
   bool send_request(uint16_t type, uint16_t flags, uint64_t cookie, uint64_t offset, uint64_t length,
                     const void* payload = nullptr, size_t payload_len = 0, uint32_t magic = 0);
+  // The bytes send_request() sends, for a caller that sends them its own way.
+  bytes request_bytes(uint16_t type, uint16_t flags, uint64_t cookie, uint64_t offset, uint64_t length,
+                      const void* payload = nullptr, size_t payload_len = 0, uint32_t magic = 0) const;
   // Reads the reply to `cookie`; the request's offset and length say how to
   // read a simple reply's data and check structured or extended chunks.
   reply read_reply(uint64_t cookie, uint16_t type, uint64_t offset = 0, uint64_t length = 0);

@@ -24,7 +24,7 @@ connection::connection(int fd, const context& ctx, payload_budget::listener* loo
 }
 
 connection::next connection::run(clock_type::time_point now) {
-  transport_.set_now(now);
+  transport_.start_run(now);
   try {
     return drive();
   } catch (const std::bad_alloc&) {
@@ -113,7 +113,12 @@ step connection::take_message() {
   return s;
 }
 
-io connection::fill() { return phase_ == phase::transmission ? transmission_->fill() : in_.fill(transport_); }
+// Nothing more to read in this run once a recv found the socket drained.
+io connection::fill() {
+  if (transport_.drained())
+    return io::again;
+  return phase_ == phase::transmission ? transmission_->fill() : in_.fill(transport_);
+}
 
 // After STARTTLS's ACK has gone out in plain text: the TLS handshake, as far
 // as the socket lets it go; back to the options once it is complete.

@@ -72,6 +72,8 @@ class connection {
   bool ready_after_park() const { return transmission_ && transmission_->ready_after_park(); }
 
   int fd() const { return transport_.fd(); }
+  // The event loop saw the peer hang up: read until the end of the stream.
+  void hung_up() { transport_.hung_up(); }
 
   // The event loop's bookkeeping: its index in the loop's table, whether it
   // is queued to run again after a yield, and whether it waits to write.

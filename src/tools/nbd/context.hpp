@@ -31,6 +31,14 @@ struct context {
   bool replaces;         // it takes a WRITE's whole pages (blkdev::replace_pages)
   tls_mode tls;          // off unless credentials are loaded
   const tls_credentials* credentials;
+
+  // Whole logical blocks of the device, as every request of a client that
+  // negotiated block sizes must be (another client's may be any bytes), and
+  // as a WRITE must be for the device to take its pages whole.
+  bool block_aligned(uint64_t offset, uint64_t length) const {
+    const uint64_t lbs = dev.limits().logical_block_size;
+    return offset % lbs == 0 && length % lbs == 0;
+  }
 };
 
 }  // namespace iov::nbd

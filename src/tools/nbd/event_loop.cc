@@ -191,7 +191,10 @@ void event_loop::loop() {
     const auto now = clock_type::now();
     for (int k = 0; k < n; k++) {
       if (events[k].data.ptr) {
-        run(static_cast<connection*>(events[k].data.ptr), now);
+        auto* c = static_cast<connection*>(events[k].data.ptr);
+        if (events[k].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+          c->hung_up();
+        run(c, now);
         continue;
       }
       uint64_t count;

@@ -45,7 +45,7 @@ ssize_t send_vecs(int fd, ::iovec* vec, unsigned n, size_t max) {
   return call_msg(&msg, [fd](msghdr* m) { return ::sendmsg(fd, m, MSG_NOSIGNAL | MSG_DONTWAIT); });
 }
 
-ssize_t recv_iter(int fd, iov_iter* it, size_t max) {
+ssize_t recv_iter(int fd, iov_iter* it, size_t max, bool* drained) {
   ::iovec vecs[kMaxVecs];
   msghdr msg{};
   msg.msg_iov = vecs;
@@ -55,6 +55,11 @@ ssize_t recv_iter(int fd, iov_iter* it, size_t max) {
   const ssize_t n = call_msg(&msg, [fd](msghdr* m) { return ::recvmsg(fd, m, MSG_DONTWAIT); });
   if (n > 0)
     iov_iter_advance(it, static_cast<size_t>(n));
+  if (drained) {
+    size_t room = 0;
+    for (size_t k = 0; k < msg.msg_iovlen; k++) room += vecs[k].iov_len;
+    *drained = n < 0 || static_cast<size_t>(n) < room;
+  }
   return n;
 }
 

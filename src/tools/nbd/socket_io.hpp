@@ -24,7 +24,8 @@ namespace iov::nbd {
 ssize_t send_vecs(int fd, ::iovec* vec, unsigned n, size_t max = SIZE_MAX);
 // Receives into an ITER_DEST iterator, at most `max` bytes: the bytes
 // received (> 0), 0 at the end of the stream, -EAGAIN when there is nothing
-// yet, or another -errno.
-ssize_t recv_iter(int fd, iov_iter* it, size_t max = SIZE_MAX);
+// yet, or another -errno. *drained (if given) says whether the call took
+// fewer bytes than it had room for: a stream socket then held no more.
+ssize_t recv_iter(int fd, iov_iter* it, size_t max = SIZE_MAX, bool* drained = nullptr);
 
 }  // namespace iov::nbd

@@ -101,19 +101,12 @@ void transmission::finish_payload() {
   t_.progress();
 }
 
-// Whole logical blocks, as every request of a client that negotiated block
-// sizes must be; another client's may be any bytes (neg_.any_offset).
-bool transmission::block_aligned(const request& rq) const {
-  const uint64_t lbs = ctx_.dev.limits().logical_block_size;
-  return rq.offset % lbs == 0 && rq.length % lbs == 0;
-}
-
 // The protocol's error for a request this server will not execute, with why
 // in words; 0 for one it will.
 uint32_t transmission::refusal(const request& rq, const char** message) const {
   const uint64_t size = ctx_.dev.get_capacity() << SECTOR_SHIFT;
   const bool in_range = rq.offset <= size && rq.length <= size - rq.offset;
-  const bool aligned = neg_.any_offset || block_aligned(rq);
+  const bool aligned = neg_.any_offset || ctx_.block_aligned(rq.offset, rq.length);
   auto refuse = [message](uint32_t error, const char* why) {
     *message = why;
     return error;
@@ -222,7 +215,7 @@ void transmission::handle_write(const request& rq, const void* payload) {
   const unsigned flags = rq.flags & NBD_CMD_FLAG_FUA ? REQ_FUA : 0u;
   const char* why = nullptr;
   int err;
-  if (ctx_.replaces && block_aligned(rq) && pages_.prepare(rq.offset, rq.length)) {
+  if (ctx_.replaces && ctx_.block_aligned(rq.offset, rq.length) && pages_.prepare(rq.offset, rq.length)) {
     pages_.fill(payload, rq.length);
     err = writer_.commit(pages_, rq.offset, rq.length, flags, &why);
   } else {

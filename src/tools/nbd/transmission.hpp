@@ -59,7 +59,6 @@ class transmission {
   step on_request(const request& rq);
   void finish_payload();
   uint32_t refusal(const request& rq, const char** message) const;
-  bool block_aligned(const request& rq) const;
   void handle_request(const request& rq, const void* payload);
   void handle_write(const request& rq, const void* payload);
   void handle_write_zeroes(const request& rq);

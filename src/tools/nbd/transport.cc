@@ -55,6 +55,7 @@ transport::~transport() {
 }
 
 bool transport::start_tls(const tls_credentials& credentials) {
+  drained_ = false;  // the session's reads say nothing of it: it may buffer records
   tls_ = credentials.start(fd_, limits_.io_per_call);
   if (!tls_)
     log_event(event::no_memory, "out of memory for a TLS session: connection closed");
@@ -100,7 +101,7 @@ io transport::recv(void* p, size_t n, size_t* got) {
   } else {
     iov_iter it;
     iov_iter_ubuf(&it, ITER_DEST, p, n);
-    r = received(nbd::recv_iter(fd_, &it), got);
+    r = received(nbd::recv_iter(fd_, &it, SIZE_MAX, &drained_), got);
   }
   if (r == io::done)
     moved(*got);
@@ -119,7 +120,7 @@ io transport::recv_iter(iov_iter* it, size_t* got) {
     if (r == io::done)
       iov_iter_advance(it, *got);
   } else {
-    r = received(nbd::recv_iter(fd_, it, per_call(SIZE_MAX)), got);  // advances it
+    r = received(nbd::recv_iter(fd_, it, per_call(SIZE_MAX), &drained_), got);  // advances it
   }
   if (r == io::done)
     moved(*got);

@@ -64,9 +64,24 @@ class transport {
   io send_record();
   bool holds_record() const { return record_len_ != 0; }
 
-  // Deadlines: the time of this run, and of the last progress (a request
-  // done, the handshake done, or 64 KiB moved either way).
-  void set_now(clock_type::time_point now) { now_ = now; }
+  // The socket held no more than the last recv took (in plain text: it
+  // took less than it had room for), until the next run: the event loop
+  // wakes the connection again when more comes (edge-triggered), so a recv
+  // now would only return EAGAIN. Under TLS never: a short record says
+  // nothing of what the socket holds. Nor once the peer has hung up: the
+  // end of the stream may already be there behind the bytes taken, its
+  // edge spent on the wake-up that brought them.
+  bool drained() const { return drained_ && !hung_up_; }
+  // The event loop saw the peer hang up (EPOLLRDHUP, EPOLLHUP, EPOLLERR).
+  void hung_up() { hung_up_ = true; }
+
+  // A run of the connection begins at `now`: the socket may hold input
+  // again. Deadlines: the time of this run, and of the last progress (a
+  // request done, the handshake done, or 64 KiB moved either way).
+  void start_run(clock_type::time_point now) {
+    now_ = now;
+    drained_ = false;
+  }
   void progress() { progress_ = now_; }
   clock_type::time_point last_progress() const { return progress_; }
 
@@ -80,6 +95,7 @@ class transport {
   const server_limits& limits_;
   clock_type::time_point now_, progress_;
   uint64_t moved_ = 0;  // bytes received or sent since progress_
+  bool drained_ = false, hung_up_ = false;
 
   std::unique_ptr<tls_session> tls_;
   // Under TLS, the plaintext of the record taken and not yet sent.

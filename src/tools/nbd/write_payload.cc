@@ -59,8 +59,8 @@ step write_payload::resume(input_buffer& in) {
       return step::park;
     parked_ = false;
   }
-  const uint64_t at = pending_.offset + piece_start_, lbs = ctx_.dev.limits().logical_block_size;
-  const bool aligned = pending_.offset % lbs == 0 && pending_.length % lbs == 0;
+  const uint64_t at = pending_.offset + piece_start_;
+  const bool aligned = ctx_.block_aligned(pending_.offset, pending_.length);
   if (!error_ && !payload_ && !pages_.active() && ctx_.replaces && aligned && !pages_.prepare(at, piece_length_))
     log_event(event::no_memory, "out of memory for the pages of a %llu-byte WRITE payload: received into a mapping",
               static_cast<unsigned long long>(piece_length_));
