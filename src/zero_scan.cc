@@ -322,16 +322,15 @@ IOV_TARGET_AVX512 bool is_zero_blocks256(const u8* p, size_t len) {
 // before any 512-bit instruction; a longer buffer to the same loop with
 // 64-byte vectors, 256 bytes a test; no probes of the middle and the tail.
 // Over 256 MiB of 4 KiB bvec pages streaming on AMD Zen 5 (iov-bench, CPU
-// time; medians of the per-run ratios to the read limit, six runs each
-// interleaved, load 5-8): every AVX-512 shape tried ran slower than the AVX2
-// loop there, 1.09 [1.00-1.22] the probes and eight vectors a test (the
-// level before), 1.14 [1.04-1.47] two vectors a test from the page's start,
-// 1.25 four, where the AVX2 loop ran 0.98 [0.91-1.03] forced and 0.98
-// [0.92-1.04] called from this level; in a loop of our own, without the
-// walk between the pages, two vectors a test ran 0.91-0.94. Flat, the wide
-// loop wins: over 256 MiB streaming 0.66 [0.59-0.86] against 0.70 [0.68-0.82]
-// (the level before: 0.87, its probes and eight vectors a test), in L1
-// (16 KiB) 0.35 of ISA-L's time against 0.67.
+// time; medians of the per-run ratios to the read limit, ten runs each,
+// interleaved) the AVX-512 loops ran slower than the AVX2 loop in the walk:
+// 1.09 [1.00-1.22] the probes and 512 bytes a test (the level before),
+// 1.12 [1.04-1.47] 128 bytes a test from the page's start, where the AVX2
+// loop ran 0.95 [0.91-1.04] called from this level; in a loop of our own
+// calling the kernel page after page they ran as fast (128 bytes a test
+// 0.91-0.94, 256 bytes 0.92-1.03). Flat, the wide loop wins: over 256 MiB
+// streaming 0.63 [0.56-0.72] against the AVX2 loop's 0.69 [0.61-0.78] (the
+// level before: 0.85), in L1 (16 KiB) 0.34 of ISA-L's time against 0.65.
 IOV_TARGET_AVX512 bool mem_is_zero_avx512(const void* s, size_t len) {
   const u8* p = static_cast<const u8*>(s);
   if (len > 512 && len <= kPageBytes) return is_zero_blocks128(p, len);
@@ -393,9 +392,10 @@ uint32_t trial(simd_level l) {
 // either way) and the 5 % margin keeps avx512; streaming, where a trial
 // cannot look (a buffer past the L3 would take milliseconds), the AVX-512
 // scan took 1.37-1.55x the read limit there (2026-12-03) while the portable
-// level ran at ISA-L's speed. Nor does the order in L1 tell the streaming
-// order on Zen 5: 16 KiB in L1 at avx512 31 ns against avx2 62 ns, flat over
-// 256 MiB streaming 0.93-0.97 of ISA-L's time against 0.95-0.99.
+// level ran at ISA-L's speed. Nor did the order in L1 tell the streaming
+// order on Zen 5: the AVX-512 loop twice the AVX2 one's speed in L1 and
+// slower over bvec pages streaming, until a page took the AVX2 loop
+// (mem_is_zero_avx512).
 // IOV_SIMD=avx512 still forces it.
 bool rule(simd_level l) {
   const simd_cpu_id cpu = simd_cpu();
