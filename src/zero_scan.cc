@@ -8,10 +8,9 @@
 //
 // Every kernel has the same shape, so one can be checked against another:
 // short buffers in one or two overlapping (or masked) loads, up to eight
-// vectors ORed with one test; otherwise the first vector (and at the AVX-512
-// level the last and middle ones: most non-zero buffers fail there; at the
-// other levels those probes slow a streaming scan of 4 KiB pieces; the AVX2
-// mem_is_zero tests its head alone only when unaligned), then an aligned body
+// vectors ORed with one test; otherwise the first vector (mem_is_zero tests
+// its head alone only when unaligned: no probes of the middle and the last
+// vectors, which slow a streaming scan of 4 KiB pieces), then an aligned body
 // that ORs several vectors before each test, so the loop runs at the load
 // ports' rate rather than the branch's.
 #include <cstddef>
@@ -192,32 +191,21 @@ IOV_TARGET_AVX2 const void* memchr_inv_avx2(const void* s, int c, size_t len) {
   return c == 0 ? memchr_inv_avx2_t<true>(p, 0, len) : memchr_inv_avx2_t<false>(p, static_cast<u8>(c), len);
 }
 
-IOV_TARGET_AVX2 bool mem_is_zero_avx2(const void* s, size_t len) {
-  const u8* p = static_cast<const u8*>(s);
-  if (len < 32) {
-    if (len < 16) return or_short(p, len) == 0;
-    __m128i v = _mm_or_si128(load128(p), load128(p + len - 16));
-    return _mm_testz_si128(v, v);
-  }
-  if (len <= 256) {  // up to eight vectors ORed with one test
-    __m256i v = _mm256_or_si256(load256(p), load256(p + len - 32));
-    for (size_t k = 32; k < len - 32; k += 32) v = _mm256_or_si256(v, load256(p + k));
-    return _mm256_testz_si256(v, v);
-  }
-  // One test per 128 bytes (four vectors), from the buffer's start when it is
-  // 32-byte aligned (a page), the last block overlapping the end; no probes
-  // of the middle and the tail as the AVX-512 level does, and no head test of
-  // its own before the loop. Over 256 MiB of 4 KiB bvec pages streaming on
-  // AMD Zen 5 each of those cost: the probes held this level at 1.24-1.25x
-  // ISA-L's time; a head test and a body of 256 bytes a test, 1.21-1.39x in a
-  // loop of our own (CPU time), where this shape (ISA-L's AVX2 loop's:
-  // 128 bytes a test) runs at 0.92-1.04x, and unrolled to two tests an
-  // iteration at 1.16-1.26x. An unaligned buffer has its head tested alone
-  // and the rest aligned, which keeps the scan in L1 at the aligned speed
-  // (0.65 of ISA-L's time against 0.84 with every load unaligned). Past a
-  // page, a page at a time with the next page's first line prefetched, as at
-  // the AVX-512 level: flat over 256 MiB streaming, 0.73-0.82 of ISA-L's time
-  // against 0.98-1.03 without (the same loop of our own).
+// mem_is_zero of len >= 128: one test per 128 bytes (four vectors), from the
+// buffer's start when it is 32-byte aligned (a page), the last block
+// overlapping the end; no probes of the middle and the tail, and no head
+// test of its own before the loop. Over 256 MiB of 4 KiB bvec pages
+// streaming on AMD Zen 5 each of those cost: the probes held the AVX2 level
+// at 1.24-1.25x ISA-L's time; a head test and a body of 256 bytes a test,
+// 1.21-1.39x in a loop of our own (CPU time), where this shape (ISA-L's AVX2
+// loop's: 128 bytes a test) runs at 0.92-1.04x, and unrolled to two tests an
+// iteration at 1.16-1.26x. An unaligned buffer has its head tested alone
+// and the rest aligned, which keeps the scan in L1 at the aligned speed
+// (0.65 of ISA-L's time against 0.84 with every load unaligned). Past a
+// page, a page at a time with the next page's first line prefetched: flat
+// over 256 MiB streaming, 0.73-0.82 of ISA-L's time against 0.98-1.03
+// without (the same loop of our own).
+IOV_TARGET_AVX2 inline bool is_zero_blocks128(const u8* p, size_t len) {
   const u8* q = p;
   const u8* last = p + len - 128;
   if (reinterpret_cast<uintptr_t>(p) & 31) {
@@ -239,6 +227,21 @@ IOV_TARGET_AVX2 bool mem_is_zero_avx2(const void* s, size_t len) {
   }
   __m256i v = or128(last);
   return _mm256_testz_si256(v, v);
+}
+
+IOV_TARGET_AVX2 bool mem_is_zero_avx2(const void* s, size_t len) {
+  const u8* p = static_cast<const u8*>(s);
+  if (len < 32) {
+    if (len < 16) return or_short(p, len) == 0;
+    __m128i v = _mm_or_si128(load128(p), load128(p + len - 16));
+    return _mm_testz_si128(v, v);
+  }
+  if (len <= 256) {  // up to eight vectors ORed with one test
+    __m256i v = _mm256_or_si256(load256(p), load256(p + len - 32));
+    for (size_t k = 32; k < len - 32; k += 32) v = _mm256_or_si256(v, load256(p + k));
+    return _mm256_testz_si256(v, v);
+  }
+  return is_zero_blocks128(p, len);
 }
 
 // ---- AVX-512: 64-byte vectors, masked loads for the short case -----------
@@ -290,40 +293,58 @@ IOV_TARGET_AVX512 const void* memchr_inv_avx512(const void* s, int c, size_t len
                 : memchr_inv_avx512_t<false>(p, static_cast<u8>(c), len);
 }
 
+// The OR of the four vectors at p.
+IOV_TARGET_AVX512 inline __m512i or256(const u8* p) {
+  return _mm512_or_si512(_mm512_or_si512(load512(p), load512(p + 64)),
+                         _mm512_or_si512(load512(p + 128), load512(p + 192)));
+}
+
+// is_zero_blocks128's loop with 256 bytes (four 64-byte vectors) a test, len >= 256.
+IOV_TARGET_AVX512 bool is_zero_blocks256(const u8* p, size_t len) {
+  const u8* q = p;
+  const u8* last = p + len - 256;
+  if (reinterpret_cast<uintptr_t>(p) & 63) {
+    if (nonzero512(or256(p))) return false;
+    q = align_down(p + 256, 64);
+  }
+  while (last - q > static_cast<std::ptrdiff_t>(kPageBytes)) {
+    const u8* next_page = align_down(q + kPageBytes, kPageBytes);  // before last
+    _mm_prefetch(reinterpret_cast<const char*>(next_page), _MM_HINT_T0);
+    for (; q < next_page; q += 256)
+      if (nonzero512(or256(q))) return false;
+  }
+  for (; q < last; q += 256)
+    if (nonzero512(or256(q))) return false;
+  return !nonzero512(or256(last));
+}
+
+// A walk's page (more than a sector, at most 4 KiB) goes to the AVX2 loop,
+// before any 512-bit instruction; a longer buffer to the same loop with
+// 64-byte vectors, 256 bytes a test; no probes of the middle and the tail.
+// Over 256 MiB of 4 KiB bvec pages streaming on AMD Zen 5 (iov-bench, CPU
+// time; medians of the per-run ratios to the read limit, ten runs each,
+// interleaved) the AVX-512 loops ran slower than the AVX2 loop in the walk:
+// 1.09 [1.00-1.22] the probes and 512 bytes a test (the level before),
+// 1.12 [1.04-1.47] 128 bytes a test from the page's start, where the AVX2
+// loop ran 0.95 [0.91-1.04] called from this level; in a loop of our own
+// calling the kernel page after page they ran as fast (128 bytes a test
+// 0.91-0.94, 256 bytes 0.92-1.03). Flat, the wide loop wins: over 256 MiB
+// streaming 0.63 [0.56-0.72] against the AVX2 loop's 0.69 [0.61-0.78] (the
+// level before: 0.85), in L1 (16 KiB) 0.34 of ISA-L's time against 0.65.
 IOV_TARGET_AVX512 bool mem_is_zero_avx512(const void* s, size_t len) {
   const u8* p = static_cast<const u8*>(s);
+  if (len > 512 && len <= kPageBytes) return is_zero_blocks128(p, len);
   if (len <= 64) {
     __mmask64 k;
     return !nonzero512(load512_partial(p, len, &k));
   }
   __m512i v = _mm512_or_si512(load512(p), load512(p + len - 64));
   if (len <= 128) return !nonzero512(v);
-  if (len <= 512) {  // a sector: fewer loads than the probes and the aligned body would take
+  if (len <= 512) {  // a sector: up to eight vectors ORed with one test
     for (size_t k = 64; k < len - 64; k += 64) v = _mm512_or_si512(v, load512(p + k));
     return !nonzero512(v);
   }
-  v = _mm512_or_si512(v, load512(p + len / 2 - 32));
-  if (nonzero512(v)) return false;
-  const u8* q = align_down(p + 64, 64);
-  const u8* e = align_down(p + len, 64);
-  for (; e - q >= 512; q += 512) {
-    // At each page's start, a prefetch of the next page's first line, when the
-    // buffer goes on there: its translation and first line come while this
-    // page is read. Flat over 256 MiB of 4 KiB pages streaming on AMD Zen 5
-    // (iov-bench) the scan went from 1.06-1.14x ISA-L's time to 0.92-0.96x
-    // (in a loop of our own: 4 KiB ahead 0.85-0.88, 8 KiB 0.88). A piece of
-    // 4 KiB or less, a walk's page, is scanned as before.
-    if ((reinterpret_cast<uintptr_t>(q) & (kPageBytes - 1)) == 0 && static_cast<size_t>(e - q) > kPageBytes)
-      _mm_prefetch(reinterpret_cast<const char*>(q + kPageBytes), _MM_HINT_T0);
-    __m512i a = _mm512_or_si512(_mm512_or_si512(load512(q), load512(q + 64)),
-                                _mm512_or_si512(load512(q + 128), load512(q + 192)));
-    __m512i b = _mm512_or_si512(_mm512_or_si512(load512(q + 256), load512(q + 320)),
-                                _mm512_or_si512(load512(q + 384), load512(q + 448)));
-    if (nonzero512(_mm512_or_si512(a, b))) return false;
-  }
-  __m512i acc = _mm512_setzero_si512();
-  for (; q < e; q += 64) acc = _mm512_or_si512(acc, load512(q));
-  return !nonzero512(acc);
+  return is_zero_blocks256(p, len);
 }
 #endif  // IOV_ZERO_SCAN_X86
 
@@ -371,9 +392,10 @@ uint32_t trial(simd_level l) {
 // either way) and the 5 % margin keeps avx512; streaming, where a trial
 // cannot look (a buffer past the L3 would take milliseconds), the AVX-512
 // scan took 1.37-1.55x the read limit there (2026-12-03) while the portable
-// level ran at ISA-L's speed. Nor does the order in L1 tell the streaming
-// order on Zen 5: 16 KiB in L1 at avx512 31 ns against avx2 62 ns, flat over
-// 256 MiB streaming 0.93-0.97 of ISA-L's time against 0.95-0.99.
+// level ran at ISA-L's speed. Nor did the order in L1 tell the streaming
+// order on Zen 5: the AVX-512 loop twice the AVX2 one's speed in L1 and
+// slower over bvec pages streaming, until a page took the AVX2 loop
+// (mem_is_zero_avx512).
 // IOV_SIMD=avx512 still forces it.
 bool rule(simd_level l) {
   const simd_cpu_id cpu = simd_cpu();

@@ -141,6 +141,39 @@ TEST_P(ZeroScanLevel, NeverReadsOutside) {
   munmap(m, 3 * pg);
 }
 
+// Buffers of up to nine pages (the scans go a page at a time past one), most
+// ending at an inaccessible page, at every alignment, the odd byte anywhere:
+// against the byte loop.
+TEST_P(ZeroScanLevel, LongBuffersEndingAtAGuardPage) {
+  const uint64_t seed = test_seed(0x10e6b0f5);
+  SCOPED_TRACE("IOV_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  const size_t pg = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t span = 9 * pg;
+  void* m = mmap(nullptr, span + pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(m, MAP_FAILED);
+  u8* base = static_cast<u8*>(m);
+  u8* end = base + span;
+  ASSERT_EQ(mprotect(end, pg, PROT_NONE), 0);
+  for (int round = 0; round < 600; round++) {
+    size_t len = rng() % 2 ? (1 + rng() % 9) * 4096 + (rng() % 3) - 1 : 513 + rng() % (span - 64 - 513);
+    len = std::min(len, span - 64);
+    u8* p = end - len - (rng() % 2 ? 0 : rng() % 64);
+    u8 c = rng() % 2 ? 0 : static_cast<u8>(rng());
+    std::memset(base, c ^ 0x33, span);
+    std::memset(p, c, len);
+    int odd = static_cast<int>(rng() % 5);  // 0: none; 1: first; 2: last; else random
+    size_t pos = odd == 0 ? len : odd == 1 ? 0 : odd == 2 ? len - 1 : rng() % len;
+    if (pos < len) p[pos] = static_cast<u8>(c ^ (1 + rng() % 255));
+    const u8* want = ref_memchr_inv(p, c, len);
+    ASSERT_EQ(iov::memchr_inv(p, c, len), want) << "len=" << len << " end-gap=" << end - (p + len) << " c=" << int{c};
+    if (c == 0) {
+      ASSERT_EQ(iov::mem_is_zero(p, len), want == nullptr) << "len=" << len << " end-gap=" << end - (p + len);
+    }
+  }
+  munmap(m, span + pg);
+}
+
 INSTANTIATE_TEST_SUITE_P(Levels, ZeroScanLevel, iov_test::all_simd_levels(), iov_test::simd_level_param_name);
 
 // IOV_SIMD lowers the ceiling, and the level a family resolves to, never
