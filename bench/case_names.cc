@@ -7,18 +7,13 @@ namespace {
 
 constexpr char kStreaming[] = "_streaming";
 
-bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
-bool ends_with(const std::string& s, const std::string& p) {
-  return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
-}
-
 }  // namespace
 
 std::string iterator_type_of(const std::string& group) {
   std::string best;
   for (bench_case c : all_cases) {
     std::string t = case_name(c);
-    if ((group == t || ends_with(group, "_" + t)) && t.size() > best.size())
+    if ((group == t || group.ends_with("_" + t)) && t.size() > best.size())
       best = t;
   }
   return best;
@@ -26,7 +21,7 @@ std::string iterator_type_of(const std::string& group) {
 
 case_name_parts split_case_name(std::string name, const std::set<std::string>& all_names) {
   case_name_parts p;
-  if (ends_with(name, kStreaming)) {
+  if (name.ends_with(kStreaming)) {
     p.memory = "streaming";
     p.suffix = kStreaming;
   } else if (is_l1_case(name)) {
@@ -34,13 +29,13 @@ case_name_parts split_case_name(std::string name, const std::set<std::string>& a
     p.suffix = "_l1";
   }
   name.resize(name.size() - p.suffix.size());
-  if (starts_with(name, "baseline_")) {
+  if (name.starts_with("baseline_")) {
     p.baseline = true;
     p.form = "baseline";
     p.group = name;
     return p;
   }
-  if (starts_with(name, kCasePrefix))
+  if (name.starts_with(kCasePrefix))
     name.erase(0, sizeof kCasePrefix - 1);
   size_t cut = name.rfind('_');
   if (cut != std::string::npos && baseline_for(name).empty() && iterator_type_of(name).empty() &&

@@ -12,8 +12,6 @@ namespace iov::bench {
 
 namespace {
 
-bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
-
 struct case_info {
   std::string kind, op, iter, form = "inline", memory = "tiled", vs, ratio = "time", target;
   std::map<std::string, std::string> counter_targets;
@@ -70,7 +68,7 @@ case_info describe(const std::string& name, const std::set<std::string>& all, bo
     c.kind = "memory";
   else if (is_iteration_group(group))
     c.kind = "iteration";
-  else if (starts_with(group, "brd_") || starts_with(group, "null_blk_"))
+  else if (group.starts_with("brd_") || group.starts_with("null_blk_"))
     c.kind = "driver";
   else
     c.kind = "operation";
@@ -125,7 +123,7 @@ void json_reporter::ReportRuns(const std::vector<Run>& runs) {
     std::string name = n.str();
     bool memory = false;
     for (const auto& [key, counter] : r.counters)
-      memory = memory || starts_with(key, "rss_");
+      memory = memory || key.starts_with("rss_");
     r.report_label = case_label(name, all_names_, memory);
     if (double m = median_us_(name); m > 0)
       r.counters["iov_median_us"] = benchmark::Counter(m);

@@ -90,10 +90,6 @@ std::string display_name(const std::string& full) {
 
 namespace {
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 enum { FORM_INLINE, FORM_OUTOFLINE, FORM_TYPED, FORM_INDIRECT, N_FORMS };
 
 // The summary's column of a form.
@@ -198,7 +194,7 @@ std::vector<std::string> summarize(const std::vector<bench_result>& results, con
   bool first = true;
   for (const bench_result& r : results) {
     // Baselines without a row of their own, and the flat ones (which several rows share).
-    bool flat = ends_with(r.name, "_flat") || ends_with(r.name, "_flat_streaming");
+    bool flat = r.name.ends_with("_flat") || r.name.ends_with("_flat_streaming");
     if (r.error || !r.kept || !split_case_name(r.name, all_names).baseline || (used.count(r.name) && !flat))
       continue;
     if (std::exchange(first, false)) {
