@@ -117,8 +117,8 @@ int page_payload::replace(blkdev& dev, const char** why) {
 
 void page_payload::reset() {
   for (const bio_vec& bv : pieces_)
-    if (bv.bv_page && recycler_)
-      recycler_->give_back(bv.bv_page);  // never seen by a reader
+    if (recycler_)
+      recycler_->give_back(bv.bv_page);  // never seen by a reader (nullptr: nothing)
     else if (bv.bv_page)
       free_page(bv.bv_page);
   pieces_.clear();
