@@ -290,15 +290,22 @@ IOV_ALWAYS_INLINE size_t iterate_xarray(iov_iter* iter, size_t len, void* priv, 
   size_t offset = start & (PAGE_SIZE - 1);
   rcu_read_guard rcu;
   XA_STATE(xas, iter->xarray, index);
+  // As in iterate_bvec: the piece is counted before its step runs and the
+  // bytes left are len - progress, so that what stays live across the step
+  // call (the state, progress, len and the step's arguments) fits in the
+  // callee-saved registers, with no stack round trip between pieces.
   for (page* pg = static_cast<page*>(xas_load(&xas)); pg; pg = static_cast<page*>(xas_next(&xas))) {
-    size_t part = std::min(len, PAGE_SIZE - offset);
+    size_t part = std::min(len - progress, PAGE_SIZE - offset);
     char* base = static_cast<char*>(kmap_local_page(pg));
-    size_t remain = step(base + offset, progress, part, priv, priv2);
+    size_t at = progress;
+    progress += part;
+    size_t remain = step(base + offset, at, part, priv, priv2);
     kunmap_local(base);
-    size_t consumed = part - remain;
-    progress += consumed;
-    len -= consumed;
-    if (remain || !len)
+    if (IOV_UNLIKELY(remain)) {
+      progress -= remain;
+      break;
+    }
+    if (progress == len)
       break;
     offset = 0;
   }
