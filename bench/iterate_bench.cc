@@ -20,9 +20,10 @@
 //   baseline_memcpy_flat, baseline_memset_flat       one call over all 256 MiB
 //
 // and the inline and out-of-line forms and the baselines again over distinct
-// memory, suffixed _streaming; and the copies of the ubuf, iovec, kvec, bvec
-// and xarray cases with source and destination in L1 (bench_common.hpp's l1
-// memory), suffixed _l1, where the walk's cost per piece shows most.
+// memory, suffixed _streaming; and the copies of the ubuf, iovec, kvec, bvec,
+// xarray, bvecq and folioq cases with source and destination in L1
+// (bench_common.hpp's l1 memory), suffixed _l1, where the walk's cost per
+// piece shows most.
 //
 //   iov-bench --filter='^iov_kunit_benchmark_bvec'
 //
@@ -276,7 +277,7 @@ const bool registered = [] {
     register_op<op::zero>(kind, cases);
   }
   register_l1(std::integer_sequence<bench_case, bench_case::ubuf, bench_case::iovec, bench_case::kvec,
-                                    bench_case::bvec, bench_case::xarray>{});
+                                    bench_case::bvec, bench_case::xarray, bench_case::bvecq, bench_case::folioq>{});
   return true;
 }();
 

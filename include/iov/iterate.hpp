@@ -184,42 +184,71 @@ IOV_ALWAYS_INLINE size_t iterate_bvecq(iov_iter* iter, size_t len, void* priv, v
   const bvecq* bq = iter->bvecq;
   unsigned slot = iter->bvecq_slot;
   size_t progress = 0, skip = iter->iov_offset;
+  // One piece a pass, never more than a page: a slot that spans pages is
+  // entered again for each. As in iterate_bvec, progress and skip count the
+  // piece before its step runs and the bytes left are len - progress, so
+  // nothing that lives only from one piece to the next is held on the stack
+  // across the step call; and from the start of a slot, a run of whole slots
+  // that each lie within one page takes a shorter loop, which holds only its
+  // slot's address, the segment, progress and len (the general pass would
+  // cut each of them as one piece too).
   do {
+    if (skip == 0) {
+      const bio_vec* bv = bq->bv + slot;
+      for (; bv < bq->bv + bq->nr_slots; bv++) {
+        size_t bv_len = bv->bv_len, bv_offset = bv->bv_offset;
+        page* pg = bv->bv_page;
+        if (!bv_len || bv_len > len - progress || offset_in_page(bv_offset) + bv_len > PAGE_SIZE || !pg)
+          break;
+        size_t at = progress;
+        progress += bv_len;
+        size_t remain = step(static_cast<char*>(page_address(pg)) + bv_offset, at, bv_len, priv, priv2);
+        if (IOV_UNLIKELY(remain)) {
+          progress -= remain;
+          skip = bv->bv_len - remain;
+          slot = static_cast<unsigned>(bv - bq->bv);
+          goto stop;
+        }
+        if (progress == len) {
+          skip = bv->bv_len;
+          slot = static_cast<unsigned>(bv - bq->bv);
+          goto stop;
+        }
+      }
+      slot = static_cast<unsigned>(bv - bq->bv);
+    }
     if (slot >= bq->nr_slots) {
       if (!bvecq_next_slot(&bq, &slot))
         break;
       continue;
     }
     const bio_vec* bv = &bq->bv[slot];
-    size_t plen = std::min(size_t{bv->bv_len} - skip, len);
-    if (plen) {  // the caller vouches for bv_page only where bv_len > 0
+    if (skip < bv->bv_len) {  // the caller vouches for bv_page only where bv_len > 0
       // The v5 walk rule: a slot with a length names a page (a programming
       // error otherwise; unchecked, the walk ends before it).
       if (IOV_BUG_ON(!bv->bv_page, "iterate_bvecq: a slot with a length and no page"))
         goto stop;
-      page* pg = bv->bv_page + (bv->bv_offset + skip) / PAGE_SIZE;
-      size_t poff = (bv->bv_offset + skip) % PAGE_SIZE;
-      for (;;) {
-        size_t part = std::min(plen, PAGE_SIZE - poff);
-        char* base = static_cast<char*>(kmap_local_page(pg)) + poff;
-        size_t remain = step(base, progress, part, priv, priv2);
-        kunmap_local(base);
-        size_t consumed = part - remain;
-        progress += consumed;
-        skip += consumed;
-        len -= consumed;
-        if (!len || remain)
-          goto stop;
-        plen -= consumed;
-        if (!plen)
-          break;
-        pg++;
-        poff = 0;
+      size_t off = bv->bv_offset + skip;
+      size_t part = std::min({size_t{bv->bv_len} - skip, len - progress, PAGE_SIZE - off % PAGE_SIZE});
+      char* base = static_cast<char*>(kmap_local_page(bv->bv_page + off / PAGE_SIZE)) + off % PAGE_SIZE;
+      size_t at = progress;
+      progress += part;
+      skip += part;
+      size_t remain = step(base, at, part, priv, priv2);
+      kunmap_local(base);
+      if (IOV_UNLIKELY(remain)) {
+        progress -= remain;
+        skip -= remain;
+        goto stop;
       }
+      if (progress == len)
+        goto stop;
+      if (skip < bv->bv_len)
+        continue;  // the slot's next page
     }
     skip = 0;
     slot++;
-  } while (len);
+  } while (progress != len);
 stop:
   iter->bvecq_slot = static_cast<uint16_t>(slot);
   iter->bvecq = bq;
@@ -243,24 +272,56 @@ IOV_ALWAYS_INLINE size_t iterate_folioq(iov_iter* iter, size_t len, void* priv, 
     folioq = folioq->next;
     slot = 0;
   }
+  // As in iterate_bvec, progress and skip count the piece before its step
+  // runs and the bytes left are len - progress; the folio's size is read
+  // again after the step rather than held across it. From the start of a
+  // slot, a run of whole order-0 folios takes a shorter loop that holds only
+  // the segment, the slot, progress and len across the step call (the
+  // general pass would cut each of them as one piece too).
   do {
+    if (skip == 0) {
+      while (slot < folioq_nr_slots(folioq)) {
+        folio* f = folioq_folio(folioq, slot);
+        if (!f || folioq_folio_order(folioq, slot) != 0 || PAGE_SIZE > len - progress)
+          break;
+        size_t at = progress;
+        progress += PAGE_SIZE;
+        size_t remain = step(folio_address(f), at, PAGE_SIZE, priv, priv2);
+        if (IOV_UNLIKELY(remain)) {
+          progress -= remain;
+          skip = PAGE_SIZE - remain;
+          goto stop;
+        }
+        if (progress == len) {
+          skip = PAGE_SIZE;  // the general pass below moves past the folio
+          break;
+        }
+        if (++slot == folioq_nr_slots(folioq) && folioq->next) {
+          folioq = folioq->next;
+          slot = 0;
+        }
+      }
+    }
     if (slot >= folioq_nr_slots(folioq))
       break;
     folio* f = folioq_folio(folioq, slot);
     if (!f)
       break;
-    size_t fsize = folioq_folio_size(folioq, slot), remain = 0;
-    if (skip < fsize) {
+    if (skip < folioq_folio_size(folioq, slot)) {
       char* base = static_cast<char*>(kmap_local_folio(f, skip));
-      size_t part = std::min(len, PAGE_SIZE - skip % PAGE_SIZE);
-      remain = step(base, progress, part, priv, priv2);
+      size_t part = std::min(len - progress, PAGE_SIZE - skip % PAGE_SIZE);
+      size_t at = progress;
+      progress += part;
+      skip += part;
+      size_t remain = step(base, at, part, priv, priv2);
       kunmap_local(base);
-      size_t consumed = part - remain;
-      len -= consumed;
-      progress += consumed;
-      skip += consumed;
+      if (IOV_UNLIKELY(remain)) {
+        progress -= remain;
+        skip -= remain;
+        break;
+      }
     }
-    if (skip >= fsize) {
+    if (skip >= folioq_folio_size(folioq, slot)) {
       skip = 0;
       slot++;
       if (slot == folioq_nr_slots(folioq) && folioq->next) {
@@ -268,9 +329,8 @@ IOV_ALWAYS_INLINE size_t iterate_folioq(iov_iter* iter, size_t len, void* priv, 
         slot = 0;
       }
     }
-    if (remain)
-      break;
-  } while (len);
+  } while (progress != len);
+stop:
   iter->folioq_slot = static_cast<uint8_t>(slot);
   iter->folioq = folioq;
   iter->iov_offset = skip;
