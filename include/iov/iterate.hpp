@@ -47,28 +47,36 @@ IOV_ALWAYS_INLINE bool walk_begin(const iov_iter* iter, iter_type type, size_t& 
   return len != 0;
 }
 
+// Runs the step over one piece at base. The piece is counted into progress
+// and skip before the call and what the step leaves is given back after it:
+// with the bytes left taken as len - progress, only the walk's position
+// stays live across the call, and nothing goes through the stack between
+// pieces. Returns whether the step took the whole piece.
+template <class Step>
+IOV_ALWAYS_INLINE bool step_piece(Step& step, char* base, size_t part, size_t& progress, size_t& skip, void* priv,
+                                  void* priv2) {
+  size_t at = progress;
+  progress += part;
+  skip += part;
+  size_t remain = step(base, at, part, priv, priv2);
+  if (IOV_LIKELY(!remain))
+    return true;
+  progress -= remain;
+  skip -= remain;
+  return false;
+}
+
 // Handle ITER_IOVEC and ITER_KVEC: segments of base and length (seg_traits).
 template <class Seg, class Step>
 IOV_ALWAYS_INLINE size_t walk_segs(iov_iter* iter, size_t len, void* priv, void* priv2, Step&& step) {
   const Seg*& segs = iter_segs<Seg>(iter);
   const Seg* p = segs;
   size_t progress = 0, skip = iter->iov_offset;
-  // progress and skip count the piece before its step runs (and give back
-  // what it returns unprocessed): with the bytes left as len - progress, only
-  // the walk's position stays live across the step call, not the stack.
   do {
     size_t part = std::min(len - progress, p->iov_len - skip);
     if (IOV_LIKELY(part)) {
-      char* base = static_cast<char*>(p->iov_base) + skip;
-      size_t at = progress;
-      progress += part;
-      skip += part;
-      size_t remain = step(base, at, part, priv, priv2);
-      if (IOV_UNLIKELY(remain)) {
-        progress -= remain;
-        skip -= remain;
+      if (!step_piece(step, static_cast<char*>(p->iov_base) + skip, part, progress, skip, priv, priv2))
         break;
-      }
       if (skip < p->iov_len)
         break;
     }
@@ -184,14 +192,11 @@ IOV_ALWAYS_INLINE size_t iterate_bvecq(iov_iter* iter, size_t len, void* priv, v
   const bvecq* bq = iter->bvecq;
   unsigned slot = iter->bvecq_slot;
   size_t progress = 0, skip = iter->iov_offset;
-  // One piece a pass, never more than a page: a slot that spans pages is
-  // entered again for each. As in iterate_bvec, progress and skip count the
-  // piece before its step runs and the bytes left are len - progress, so
-  // nothing that lives only from one piece to the next is held on the stack
-  // across the step call; and from the start of a slot, a run of whole slots
-  // that each lie within one page takes a shorter loop, which holds only its
-  // slot's address, the segment, progress and len (the general pass would
-  // cut each of them as one piece too).
+  // One piece a pass (step_piece), never more than a page: a slot that
+  // spans pages is entered again for each. From the start of a slot, a run
+  // of whole slots that each lie within one page takes a shorter loop, which
+  // holds only its slot's address, the segment, progress and len across the
+  // step call (the general pass would cut each of them as one piece too).
   do {
     if (skip == 0) {
       const bio_vec* bv = bq->bv + slot;
@@ -231,17 +236,9 @@ IOV_ALWAYS_INLINE size_t iterate_bvecq(iov_iter* iter, size_t len, void* priv, v
       size_t off = bv->bv_offset + skip;
       size_t part = std::min({size_t{bv->bv_len} - skip, len - progress, PAGE_SIZE - off % PAGE_SIZE});
       char* base = static_cast<char*>(kmap_local_page(bv->bv_page + off / PAGE_SIZE)) + off % PAGE_SIZE;
-      size_t at = progress;
-      progress += part;
-      skip += part;
-      size_t remain = step(base, at, part, priv, priv2);
+      bool whole = internal::step_piece(step, base, part, progress, skip, priv, priv2);
       kunmap_local(base);
-      if (IOV_UNLIKELY(remain)) {
-        progress -= remain;
-        skip -= remain;
-        goto stop;
-      }
-      if (progress == len)
+      if (!whole || progress == len)
         goto stop;
       if (skip < bv->bv_len)
         continue;  // the slot's next page
@@ -272,12 +269,11 @@ IOV_ALWAYS_INLINE size_t iterate_folioq(iov_iter* iter, size_t len, void* priv, 
     folioq = folioq->next;
     slot = 0;
   }
-  // As in iterate_bvec, progress and skip count the piece before its step
-  // runs and the bytes left are len - progress; the folio's size is read
-  // again after the step rather than held across it. From the start of a
-  // slot, a run of whole order-0 folios takes a shorter loop that holds only
-  // the segment, the slot, progress and len across the step call (the
-  // general pass would cut each of them as one piece too).
+  // One piece a pass (step_piece); the folio's size is read again after the
+  // step rather than held across it. From the start of a slot, a run of
+  // whole order-0 folios takes a shorter loop that holds only the segment,
+  // the slot, progress and len across the step call (the general pass would
+  // cut each of them as one piece too).
   do {
     if (skip == 0) {
       while (slot < folioq_nr_slots(folioq)) {
@@ -309,17 +305,11 @@ IOV_ALWAYS_INLINE size_t iterate_folioq(iov_iter* iter, size_t len, void* priv, 
       break;
     if (skip < folioq_folio_size(folioq, slot)) {
       char* base = static_cast<char*>(kmap_local_folio(f, skip));
-      size_t part = std::min(len - progress, PAGE_SIZE - skip % PAGE_SIZE);
-      size_t at = progress;
-      progress += part;
-      skip += part;
-      size_t remain = step(base, at, part, priv, priv2);
+      bool whole = internal::step_piece(step, base, std::min(len - progress, PAGE_SIZE - skip % PAGE_SIZE), progress,
+                                        skip, priv, priv2);
       kunmap_local(base);
-      if (IOV_UNLIKELY(remain)) {
-        progress -= remain;
-        skip -= remain;
+      if (!whole)
         break;
-      }
     }
     if (skip >= folioq_folio_size(folioq, slot)) {
       skip = 0;
