@@ -258,12 +258,13 @@ struct planned {
 void memcpy_io(job& j, unsigned slot, std::span<const planned> plan) {
   constexpr size_t kWindow = blkdev::kBatchWindow, kHead = 1024;
   const uint64_t bs = j.o->bs;
+  const size_t head = std::min<uint64_t>(kHead, bs);
   auto where = [&j, bs](const planned& p) { return j.memory + j.region_start + p.block * bs; };
   for (size_t i = 0; i < plan.size(); i += kWindow) {
     const std::span<const planned> window = plan.subspan(i, std::min(kWindow, plan.size() - i));
-    for (const planned& p : window)
-      for (size_t off = 0; plan.size() > 1 && off < std::min<uint64_t>(kHead, bs); off += 64)
-        p.is_write ? __builtin_prefetch(where(p) + off, 1) : __builtin_prefetch(where(p) + off, 0);
+    if (plan.size() > 1)
+      for (const planned& p : window)
+        p.is_write ? prefetchw_range(where(p), head) : prefetch_range(where(p), head);
     for (const planned& p : window) {
       char* buf = j.bufs[slot++];
       if (p.is_write)
