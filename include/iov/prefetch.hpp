@@ -24,10 +24,10 @@ namespace iov {
 inline constexpr size_t L1_CACHE_BYTES = 64;
 
 // The kernel's generic stride is 4 * L1_CACHE_BYTES, leaving three lines of
-// four to the hardware prefetcher; here every line is asked for. Each caller
-// asks for a short range only (brd's and the memcpy limit's 1 KiB head of a
-// page, an NBD reply's pages), and on a cold random page the hardware
-// prefetcher has not started by the time the copy needs its next lines.
+// four to the hardware prefetcher; here every line is asked for, as the
+// callers' own loops did (brd's and the memcpy limit's 1 KiB head of a page,
+// an NBD reply's pages). The kernel's stride, tried on brd's batched reads
+// and the limit's, changed neither beyond the spread (docs/brd-limit.md).
 inline constexpr size_t PREFETCH_STRIDE = L1_CACHE_BYTES;
 
 // In asm, as the kernel's x86 prefetch(): GCC 12 takes a function whose only
