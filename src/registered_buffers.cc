@@ -45,9 +45,9 @@ int io_import_fixed(int ddir, iov_iter* iter, const mapped_ubuf* imu, uint64_t b
   return 0;
 }
 
-void buffer_ref::reset() {
+void buffer_ref::put() {
   mapped_ubuf* imu = std::exchange(imu_, nullptr);
-  if (!imu || imu->refs.fetch_sub(1, std::memory_order_acq_rel) != 1)
+  if (imu->refs.fetch_sub(1, std::memory_order_acq_rel) != 1)
     return;
   if (imu->locked)
     munlock(reinterpret_cast<void*>(imu->ubuf & PAGE_MASK),

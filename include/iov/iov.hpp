@@ -26,6 +26,7 @@
 #include "iov/page_alloc.hpp"
 #include "iov/folio.hpp"
 #include "iov/highmem.hpp"
+#include "iov/prefetch.hpp"
 #include "iov/vmalloc.hpp"
 #include "iov/bvec.hpp"
 #include "iov/bvecq.hpp"

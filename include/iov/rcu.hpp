@@ -15,6 +15,16 @@
 // nested one (an xa_load inside a driver's walk) costs a thread-local
 // increment. Never wait for a grace period (synchronize_rcu, rcu_barrier)
 // inside a read-side section: it would wait for itself.
+//
+// The outermost pair is two calls into liburcu-bp.so, each finding its
+// thread's reader through __tls_get_addr (a shared object's TLS): about 85
+// instructions, 44 of them __tls_get_addr, some 1 % of a 4 KiB brd read (the
+// kernel's is a preempt count). Measured and not taken: liburcu's inline
+// read side (_LGPL_SOURCE), 42 fewer, compiles its LGPL-2.1 code into iov,
+// which its README allows only to LGPL- or GPL-compatible code; linking
+// liburcu-bp.a, 58 fewer, puts iov's programs under LGPL-2.1's relinking
+// terms. iov states no licence, so the choice is not made here
+// (docs/brd-limit.md, "The RCU read side").
 #pragma once
 
 #include "iov/config.hpp"

@@ -17,6 +17,7 @@
 
 #include "iov/highmem.hpp"
 #include "iov/position.hpp"
+#include "iov/prefetch.hpp"
 #include "iov/rcu.hpp"
 #include "iov_drivers/internal/brd.hpp"
 #include "iov_drivers/internal/services.hpp"
@@ -302,13 +303,10 @@ void write_zeroes(brd* brd, sector_t sector, sector_t nr_sectors, bool unmap) {
 // request writes (the hardware prefetcher follows on from there).
 void prefetch_head(const page* pg, bool write) {
   constexpr size_t kHeadBytes = 1024;
-  const char* head = static_cast<const char*>(page_address(pg));
-  for (size_t off = 0; off < kHeadBytes; off += 64) {
-    if (write)
-      __builtin_prefetch(head + off, 1);
-    else
-      __builtin_prefetch(head + off, 0);
-  }
+  if (write)
+    prefetchw_range(page_address(pg), kHeadBytes);
+  else
+    prefetch_range(page_address(pg), kHeadBytes);
 }
 }  // namespace
 }  // namespace drivers::internal

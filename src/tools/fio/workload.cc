@@ -95,13 +95,12 @@ struct io_unit {
   std::vector<bio_vec> big;
 };
 
-// Makes *rq a request of bs bytes at `offset` through buffer `slot`, its
-// iterator in *u. 0, or -EFAULT with *why.
-int prepare_io(job& j, unsigned slot, bool is_write, uint64_t offset, io_unit* u, blk_request* rq,
-               const char** why) {
+// The iterator in *u of a request through buffer `slot` for --iter=iovec,
+// bvec or fixed: 0, or -EFAULT with *why. Out of line, so that a ubuf
+// request, a few stores, is made without a call and its saved registers.
+IOV_NOINLINE int prepare_iter(job& j, unsigned slot, unsigned dir, io_unit* u, const char** why) {
   const job_options& o = *j.o;
   char* buf = j.bufs[slot];
-  const unsigned dir = is_write ? ITER_SOURCE : ITER_DEST;
   switch (o.iter) {
     case iter_kind::ubuf:
       iov_iter_ubuf(&u->it, dir, buf, o.bs);
@@ -145,6 +144,18 @@ int prepare_io(job& j, unsigned slot, bool is_write, uint64_t offset, io_unit* u
       break;
     }
   }
+  return 0;
+}
+
+// Makes *rq a request of bs bytes at `offset` through buffer `slot`, its
+// iterator in *u. 0, or -EFAULT with *why.
+IOV_ALWAYS_INLINE int prepare_io(job& j, unsigned slot, bool is_write, uint64_t offset, io_unit* u, blk_request* rq,
+                                 const char** why) {
+  const unsigned dir = is_write ? ITER_SOURCE : ITER_DEST;
+  if (j.o->iter == iter_kind::ubuf)
+    iov_iter_ubuf(&u->it, dir, j.bufs[slot], j.o->bs);
+  else if (int err = prepare_iter(j, slot, dir, u, why))
+    return err;
   *rq = {.op = is_write ? REQ_OP_WRITE : REQ_OP_READ, .sector = offset >> SECTOR_SHIFT, .iter = &u->it};
   return 0;
 }
@@ -258,12 +269,13 @@ struct planned {
 void memcpy_io(job& j, unsigned slot, std::span<const planned> plan) {
   constexpr size_t kWindow = blkdev::kBatchWindow, kHead = 1024;
   const uint64_t bs = j.o->bs;
+  const size_t head = std::min<uint64_t>(kHead, bs);
   auto where = [&j, bs](const planned& p) { return j.memory + j.region_start + p.block * bs; };
   for (size_t i = 0; i < plan.size(); i += kWindow) {
     const std::span<const planned> window = plan.subspan(i, std::min(kWindow, plan.size() - i));
-    for (const planned& p : window)
-      for (size_t off = 0; plan.size() > 1 && off < std::min<uint64_t>(kHead, bs); off += 64)
-        p.is_write ? __builtin_prefetch(where(p) + off, 1) : __builtin_prefetch(where(p) + off, 0);
+    if (plan.size() > 1)
+      for (const planned& p : window)
+        p.is_write ? prefetchw_range(where(p), head) : prefetch_range(where(p), head);
     for (const planned& p : window) {
       char* buf = j.bufs[slot++];
       if (p.is_write)

@@ -27,8 +27,7 @@ void prefetch_lines(const ::iovec* vec, unsigned n, size_t bytes) {
   if (bytes > kPrefetchBytes)
     return;
   for (unsigned k = 0; k < n; k++)
-    for (size_t off = 0; off < vec[k].iov_len; off += 64)
-      __builtin_prefetch(static_cast<const char*>(vec[k].iov_base) + off);
+    prefetch_range(vec[k].iov_base, vec[k].iov_len);
 }
 
 // GnuTLS holding part of a record reports an end of stream as `again`, and
