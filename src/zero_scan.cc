@@ -191,43 +191,51 @@ IOV_TARGET_AVX2 const void* memchr_inv_avx2(const void* s, int c, size_t len) {
   return c == 0 ? memchr_inv_avx2_t<true>(p, 0, len) : memchr_inv_avx2_t<false>(p, static_cast<u8>(c), len);
 }
 
-// mem_is_zero of len >= 128: one test per 128 bytes (four vectors), from the
-// buffer's start when it is 32-byte aligned (a page), the last block
-// overlapping the end; no probes of the middle and the tail, and no head
-// test of its own before the loop. Over 256 MiB of 4 KiB bvec pages
-// streaming on AMD Zen 5 each of those cost: the probes held the AVX2 level
-// at 1.24-1.25x ISA-L's time; a head test and a body of 256 bytes a test,
-// 1.21-1.39x in a loop of our own (CPU time), where this shape (ISA-L's AVX2
-// loop's: 128 bytes a test) runs at 0.92-1.04x, and unrolled to two tests an
-// iteration at 1.16-1.26x. An unaligned buffer has its head tested alone
-// and the rest aligned, which keeps the scan in L1 at the aligned speed
+// The loop of mem_is_zero past a few vectors at the AVX levels: one test per
+// block of four vectors, from the buffer's start when it is aligned (a page),
+// the last block overlapping the end; no probes of the middle and the tail,
+// and no head test of its own before the loop. Over 256 MiB of 4 KiB bvec
+// pages streaming on AMD Zen 5 each of those cost: the probes held the AVX2
+// level at 1.24-1.25x ISA-L's time; a head test and a body of 256 bytes a
+// test, 1.21-1.39x in a loop of our own (CPU time), where this shape (ISA-L's
+// AVX2 loop's: 128 bytes a test) runs at 0.92-1.04x, and unrolled to two
+// tests an iteration at 1.16-1.26x. An unaligned buffer has its head tested
+// alone and the rest aligned, which keeps the scan in L1 at the aligned speed
 // (0.65 of ISA-L's time against 0.84 with every load unaligned). Past a
 // page, a page at a time with the next page's first line prefetched: flat
 // over 256 MiB streaming, 0.73-0.82 of ISA-L's time against 0.98-1.03
-// without (the same loop of our own).
-IOV_TARGET_AVX2 inline bool is_zero_blocks128(const u8* p, size_t len) {
+// without (the same loop of our own). len >= Block::kBytes.
+//
+// Block (avx2_block, avx512_block) gives the block's size, its vectors'
+// alignment and its test, compiled for its level; this template has no
+// target of its own and is inlined into a caller that has the block's, where
+// GCC 12 inlines the test as well (objdump: no call per block).
+template <class Block>
+IOV_ALWAYS_INLINE bool is_zero_blocks(const u8* p, size_t len) {
   const u8* q = p;
-  const u8* last = p + len - 128;
-  if (reinterpret_cast<uintptr_t>(p) & 31) {
-    __m256i v = or128(p);
-    if (!_mm256_testz_si256(v, v)) return false;
-    q = align_down(p + 128, 32);
+  const u8* last = p + len - Block::kBytes;
+  if (reinterpret_cast<uintptr_t>(p) & (Block::kAlign - 1)) {
+    if (Block::nonzero(p)) return false;
+    q = align_down(p + Block::kBytes, Block::kAlign);
   }
   while (last - q > static_cast<std::ptrdiff_t>(kPageBytes)) {
     const u8* next_page = align_down(q + kPageBytes, kPageBytes);  // before last
     _mm_prefetch(reinterpret_cast<const char*>(next_page), _MM_HINT_T0);
-    for (; q < next_page; q += 128) {
-      __m256i v = or128(q);
-      if (!_mm256_testz_si256(v, v)) return false;
-    }
+    for (; q < next_page; q += Block::kBytes)
+      if (Block::nonzero(q)) return false;
   }
-  for (; q < last; q += 128) {
-    __m256i v = or128(q);
-    if (!_mm256_testz_si256(v, v)) return false;
-  }
-  __m256i v = or128(last);
-  return _mm256_testz_si256(v, v);
+  for (; q < last; q += Block::kBytes)
+    if (Block::nonzero(q)) return false;
+  return !Block::nonzero(last);
 }
+
+struct avx2_block {  // four 32-byte vectors
+  static constexpr size_t kBytes = 128, kAlign = 32;
+  IOV_TARGET_AVX2 static bool nonzero(const u8* p) {
+    __m256i v = or128(p);
+    return !_mm256_testz_si256(v, v);
+  }
+};
 
 IOV_TARGET_AVX2 bool mem_is_zero_avx2(const void* s, size_t len) {
   const u8* p = static_cast<const u8*>(s);
@@ -241,7 +249,7 @@ IOV_TARGET_AVX2 bool mem_is_zero_avx2(const void* s, size_t len) {
     for (size_t k = 32; k < len - 32; k += 32) v = _mm256_or_si256(v, load256(p + k));
     return _mm256_testz_si256(v, v);
   }
-  return is_zero_blocks128(p, len);
+  return is_zero_blocks<avx2_block>(p, len);
 }
 
 // ---- AVX-512: 64-byte vectors, masked loads for the short case -----------
@@ -299,24 +307,10 @@ IOV_TARGET_AVX512 inline __m512i or256(const u8* p) {
                          _mm512_or_si512(load512(p + 128), load512(p + 192)));
 }
 
-// is_zero_blocks128's loop with 256 bytes (four 64-byte vectors) a test, len >= 256.
-IOV_TARGET_AVX512 bool is_zero_blocks256(const u8* p, size_t len) {
-  const u8* q = p;
-  const u8* last = p + len - 256;
-  if (reinterpret_cast<uintptr_t>(p) & 63) {
-    if (nonzero512(or256(p))) return false;
-    q = align_down(p + 256, 64);
-  }
-  while (last - q > static_cast<std::ptrdiff_t>(kPageBytes)) {
-    const u8* next_page = align_down(q + kPageBytes, kPageBytes);  // before last
-    _mm_prefetch(reinterpret_cast<const char*>(next_page), _MM_HINT_T0);
-    for (; q < next_page; q += 256)
-      if (nonzero512(or256(q))) return false;
-  }
-  for (; q < last; q += 256)
-    if (nonzero512(or256(q))) return false;
-  return !nonzero512(or256(last));
-}
+struct avx512_block {  // four 64-byte vectors
+  static constexpr size_t kBytes = 256, kAlign = 64;
+  IOV_TARGET_AVX512 static bool nonzero(const u8* p) { return nonzero512(or256(p)); }
+};
 
 // A walk's page (more than a sector, at most 4 KiB) goes to the AVX2 loop,
 // before any 512-bit instruction; a longer buffer to the same loop with
@@ -333,7 +327,7 @@ IOV_TARGET_AVX512 bool is_zero_blocks256(const u8* p, size_t len) {
 // level before: 0.85), in L1 (16 KiB) 0.34 of ISA-L's time against 0.65.
 IOV_TARGET_AVX512 bool mem_is_zero_avx512(const void* s, size_t len) {
   const u8* p = static_cast<const u8*>(s);
-  if (len > 512 && len <= kPageBytes) return is_zero_blocks128(p, len);
+  if (len > 512 && len <= kPageBytes) return is_zero_blocks<avx2_block>(p, len);
   if (len <= 64) {
     __mmask64 k;
     return !nonzero512(load512_partial(p, len, &k));
@@ -344,7 +338,7 @@ IOV_TARGET_AVX512 bool mem_is_zero_avx512(const void* s, size_t len) {
     for (size_t k = 64; k < len - 64; k += 64) v = _mm512_or_si512(v, load512(p + k));
     return !nonzero512(v);
   }
-  return is_zero_blocks256(p, len);
+  return is_zero_blocks<avx512_block>(p, len);
 }
 #endif  // IOV_ZERO_SCAN_X86
 
