@@ -8,11 +8,11 @@
 //
 // Every kernel has the same shape, so one can be checked against another:
 // short buffers in one or two overlapping (or masked) loads, up to eight
-// vectors ORed with one test; otherwise the first vector (mem_is_zero tests
-// its head alone only when unaligned: no probes of the middle and the last
-// vectors, which slow a streaming scan of 4 KiB pieces), then an aligned body
-// that ORs several vectors before each test, so the loop runs at the load
-// ports' rate rather than the branch's.
+// vectors ORed with one test; otherwise the first vector (the AVX levels'
+// blocks loop tests its head alone only when unaligned: no probes of the
+// middle and the last vectors, which slow a streaming scan of 4 KiB pieces on
+// AMD Zen 5), then an aligned body that ORs several vectors before each test,
+// so the loop runs at the load ports' rate rather than the branch's.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -155,8 +155,11 @@ IOV_TARGET_AVX2 inline __m256i diff256(__m256i v, __m256i pat) {
   return Zero ? v : _mm256_xor_si256(v, pat);
 }
 
+// Always inlined, as memchr_inv_avx512_t: mem_is_zero runs it on a page on
+// CPUs other than AMD (kernels_of), where a call and its stack frame cost the
+// Xeon's AVX-512 level 0.55 against 0.47 of the read limit (bvec pages tiled).
 template <bool Zero>
-IOV_TARGET_AVX2 const void* memchr_inv_avx2_t(const u8* p, u8 c, size_t len) {
+IOV_TARGET_AVX2 IOV_ALWAYS_INLINE const void* memchr_inv_avx2_t(const u8* p, u8 c, size_t len) {
   if (len < 32) {
     if (len < 16) return memchr_inv_short(p, c, len);
     const __m128i pat = _mm_set1_epi8(static_cast<char>(c));
@@ -204,7 +207,8 @@ IOV_TARGET_AVX2 const void* memchr_inv_avx2(const void* s, int c, size_t len) {
 // (0.65 of ISA-L's time against 0.84 with every load unaligned). Past a
 // page, a page at a time with the next page's first line prefetched: flat
 // over 256 MiB streaming, 0.73-0.82 of ISA-L's time against 0.98-1.03
-// without (the same loop of our own). len >= Block::kBytes.
+// without (the same loop of our own). A walk's page takes this loop on AMD
+// only (kernels_of). len >= Block::kBytes.
 //
 // Block (avx2_block, avx512_block) gives the block's size, its vectors'
 // alignment and its test, compiled for its level; this template has no
@@ -237,6 +241,9 @@ struct avx2_block {  // four 32-byte vectors
   }
 };
 
+// PageInBlocks: a walk's page (257 bytes to 4 KiB here) takes the blocks loop
+// (AMD) or memchr_inv's (others); see kernels_of.
+template <bool PageInBlocks>
 IOV_TARGET_AVX2 bool mem_is_zero_avx2(const void* s, size_t len) {
   const u8* p = static_cast<const u8*>(s);
   if (len < 32) {
@@ -249,6 +256,7 @@ IOV_TARGET_AVX2 bool mem_is_zero_avx2(const void* s, size_t len) {
     for (size_t k = 32; k < len - 32; k += 32) v = _mm256_or_si256(v, load256(p + k));
     return _mm256_testz_si256(v, v);
   }
+  if (!PageInBlocks && len <= kPageBytes) return !memchr_inv_avx2_t<true>(p, 0, len);
   return is_zero_blocks<avx2_block>(p, len);
 }
 
@@ -268,7 +276,7 @@ IOV_TARGET_AVX512 inline __m512i load512_partial(const u8* p, size_t len, __mmas
 }
 
 template <bool Zero>
-IOV_TARGET_AVX512 const void* memchr_inv_avx512_t(const u8* p, u8 c, size_t len) {
+IOV_TARGET_AVX512 IOV_ALWAYS_INLINE const void* memchr_inv_avx512_t(const u8* p, u8 c, size_t len) {
   const __m512i pat = _mm512_set1_epi8(static_cast<char>(c));
   if (len <= 64) {
     __mmask64 k;
@@ -312,22 +320,18 @@ struct avx512_block {  // four 64-byte vectors
   IOV_TARGET_AVX512 static bool nonzero(const u8* p) { return nonzero512(or256(p)); }
 };
 
-// A walk's page (more than a sector, at most 4 KiB) goes to the AVX2 loop,
-// before any 512-bit instruction; a longer buffer to the same loop with
-// 64-byte vectors, 256 bytes a test; no probes of the middle and the tail.
-// Over 256 MiB of 4 KiB bvec pages streaming on AMD Zen 5 (iov-bench, CPU
-// time; medians of the per-run ratios to the read limit, ten runs each,
-// interleaved) the AVX-512 loops ran slower than the AVX2 loop in the walk:
-// 1.09 [1.00-1.22] the probes and 512 bytes a test (the level before),
-// 1.12 [1.04-1.47] 128 bytes a test from the page's start, where the AVX2
-// loop ran 0.95 [0.91-1.04] called from this level; in a loop of our own
-// calling the kernel page after page they ran as fast (128 bytes a test
-// 0.91-0.94, 256 bytes 0.92-1.03). Flat, the wide loop wins: over 256 MiB
-// streaming 0.63 [0.56-0.72] against the AVX2 loop's 0.69 [0.61-0.78] (the
-// level before: 0.85), in L1 (16 KiB) 0.34 of ISA-L's time against 0.65.
+// A walk's page (more than a sector, at most 4 KiB) takes the AVX2 blocks
+// loop on AMD, before any 512-bit instruction, and memchr_inv's loop (the
+// first vector tested alone, then 256 bytes a test) elsewhere (kernels_of);
+// a longer buffer the blocks loop with 64-byte vectors, 256 bytes a test.
+// Flat, the wide loop wins: over 256 MiB streaming on AMD Zen 5 0.63
+// [0.56-0.72] of the read limit against the AVX2 loop's 0.69 [0.61-0.78], in
+// L1 (16 KiB) 0.34 of ISA-L's time against 0.65.
+template <bool PageInBlocks>
 IOV_TARGET_AVX512 bool mem_is_zero_avx512(const void* s, size_t len) {
   const u8* p = static_cast<const u8*>(s);
-  if (len > 512 && len <= kPageBytes) return is_zero_blocks<avx2_block>(p, len);
+  if (len > 512 && len <= kPageBytes)
+    return PageInBlocks ? is_zero_blocks<avx2_block>(p, len) : !memchr_inv_avx512_t<true>(p, 0, len);
   if (len <= 64) {
     __mmask64 k;
     return !nonzero512(load512_partial(p, len, &k));
@@ -349,10 +353,32 @@ struct kernels {
   mem_is_zero_fn mem_is_zero;
 };
 
+// A walk's page (4 KiB or less, past the short cases) takes the loop that
+// ran fastest on its CPU's vendor at each AVX level: no loop tried was the
+// fastest on both CPUs measured (iov-bench, CPU time; 256 MiB of 4 KiB bvec
+// pages, medians of the per-run ratios to the read limit).
+// - AMD: the blocks loop (is_zero_blocks), and at the AVX-512 level the AVX2
+//   one. On Zen 5, streaming, every other loop ran slower in the walk: at the
+//   AVX2 level the head probes and 256 bytes a test 1.15 [0.97-1.37] against
+//   0.99 [0.88-1.18] (22 runs); at the AVX-512 level the probes and 512 bytes
+//   a test 1.09 [1.00-1.22], 64-byte vectors from the page's start 128 bytes
+//   a test 1.12 [1.04-1.47], where the AVX2 blocks loop ran 0.95 [0.91-1.04]
+//   (ten runs each); in a loop of our own calling the kernel page after page,
+//   without the walk, they ran as fast (0.91-1.03).
+// - Others: memchr_inv's loop for the zero byte, the first vector tested
+//   alone. On an Intel Xeon (family 6, model 207), tiled / streaming, the
+//   blocks loop ran at 0.80 / 0.87 at the AVX-512 level and 0.82 / 0.87 at
+//   the AVX2 level, this loop at 0.47 / 0.72 and 0.66 / 0.79 (seven runs,
+//   interleaved); 64-byte blocks from the page's start 0.60-0.67 / 0.77-0.79
+//   (docs/operations.md, the Xeon's table of 2026-12-07).
+// memchr_inv keeps its loop at every level: in the blocks loop's shape it ran
+// slower on the Xeon (iov_iter_skip_zeroes over bvec pages tiled, AVX-512
+// 0.68 against 0.45, AVX2 0.67 against 0.65).
 kernels kernels_of(simd_level l) {
 #ifdef IOV_ZERO_SCAN_X86
-  if (l == simd_level::avx512) return {memchr_inv_avx512, mem_is_zero_avx512};
-  if (l == simd_level::avx2) return {memchr_inv_avx2, mem_is_zero_avx2};
+  const bool amd = simd_cpu().amd;
+  if (l == simd_level::avx512) return {memchr_inv_avx512, amd ? mem_is_zero_avx512<true> : mem_is_zero_avx512<false>};
+  if (l == simd_level::avx2) return {memchr_inv_avx2, amd ? mem_is_zero_avx2<true> : mem_is_zero_avx2<false>};
 #endif
   (void)l;
   return {memchr_inv_portable, mem_is_zero_portable};
