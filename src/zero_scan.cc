@@ -8,11 +8,11 @@
 //
 // Every kernel has the same shape, so one can be checked against another:
 // short buffers in one or two overlapping (or masked) loads, up to eight
-// vectors ORed with one test; otherwise the first vector (mem_is_zero tests
-// its head alone only when unaligned: no probes of the middle and the last
-// vectors, which slow a streaming scan of 4 KiB pieces), then an aligned body
-// that ORs several vectors before each test, so the loop runs at the load
-// ports' rate rather than the branch's.
+// vectors ORed with one test; otherwise the first vector (the AVX levels'
+// blocks loop tests its head alone only when unaligned: no probes of the
+// middle and the last vectors, which slow a streaming scan of 4 KiB pieces on
+// AMD Zen 5), then an aligned body that ORs several vectors before each test,
+// so the loop runs at the load ports' rate rather than the branch's.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -155,8 +155,11 @@ IOV_TARGET_AVX2 inline __m256i diff256(__m256i v, __m256i pat) {
   return Zero ? v : _mm256_xor_si256(v, pat);
 }
 
+// Always inlined, as memchr_inv_avx512_t: mem_is_zero runs it on a page on
+// CPUs other than AMD (kernels_of), where a call and its stack frame cost the
+// Xeon's AVX-512 level 0.55 against 0.47 of the read limit (bvec pages tiled).
 template <bool Zero>
-IOV_TARGET_AVX2 const void* memchr_inv_avx2_t(const u8* p, u8 c, size_t len) {
+IOV_TARGET_AVX2 IOV_ALWAYS_INLINE const void* memchr_inv_avx2_t(const u8* p, u8 c, size_t len) {
   if (len < 32) {
     if (len < 16) return memchr_inv_short(p, c, len);
     const __m128i pat = _mm_set1_epi8(static_cast<char>(c));
@@ -191,44 +194,56 @@ IOV_TARGET_AVX2 const void* memchr_inv_avx2(const void* s, int c, size_t len) {
   return c == 0 ? memchr_inv_avx2_t<true>(p, 0, len) : memchr_inv_avx2_t<false>(p, static_cast<u8>(c), len);
 }
 
-// mem_is_zero of len >= 128: one test per 128 bytes (four vectors), from the
-// buffer's start when it is 32-byte aligned (a page), the last block
-// overlapping the end; no probes of the middle and the tail, and no head
-// test of its own before the loop. Over 256 MiB of 4 KiB bvec pages
-// streaming on AMD Zen 5 each of those cost: the probes held the AVX2 level
-// at 1.24-1.25x ISA-L's time; a head test and a body of 256 bytes a test,
-// 1.21-1.39x in a loop of our own (CPU time), where this shape (ISA-L's AVX2
-// loop's: 128 bytes a test) runs at 0.92-1.04x, and unrolled to two tests an
-// iteration at 1.16-1.26x. An unaligned buffer has its head tested alone
-// and the rest aligned, which keeps the scan in L1 at the aligned speed
+// The loop of mem_is_zero past a few vectors at the AVX levels: one test per
+// block of four vectors, from the buffer's start when it is aligned (a page),
+// the last block overlapping the end; no probes of the middle and the tail,
+// and no head test of its own before the loop. Over 256 MiB of 4 KiB bvec
+// pages streaming on AMD Zen 5 each of those cost: the probes held the AVX2
+// level at 1.24-1.25x ISA-L's time; a head test and a body of 256 bytes a
+// test, 1.21-1.39x in a loop of our own (CPU time), where this shape (ISA-L's
+// AVX2 loop's: 128 bytes a test) runs at 0.92-1.04x, and unrolled to two
+// tests an iteration at 1.16-1.26x. An unaligned buffer has its head tested
+// alone and the rest aligned, which keeps the scan in L1 at the aligned speed
 // (0.65 of ISA-L's time against 0.84 with every load unaligned). Past a
 // page, a page at a time with the next page's first line prefetched: flat
 // over 256 MiB streaming, 0.73-0.82 of ISA-L's time against 0.98-1.03
-// without (the same loop of our own).
-IOV_TARGET_AVX2 inline bool is_zero_blocks128(const u8* p, size_t len) {
+// without (the same loop of our own). A walk's page takes this loop on AMD
+// only (kernels_of). len >= Block::kBytes.
+//
+// Block (avx2_block, avx512_block) gives the block's size, its vectors'
+// alignment and its test, compiled for its level; this template has no
+// target of its own and is inlined into a caller that has the block's, where
+// GCC 12 inlines the test as well (objdump: no call per block).
+template <class Block>
+IOV_ALWAYS_INLINE bool is_zero_blocks(const u8* p, size_t len) {
   const u8* q = p;
-  const u8* last = p + len - 128;
-  if (reinterpret_cast<uintptr_t>(p) & 31) {
-    __m256i v = or128(p);
-    if (!_mm256_testz_si256(v, v)) return false;
-    q = align_down(p + 128, 32);
+  const u8* last = p + len - Block::kBytes;
+  if (reinterpret_cast<uintptr_t>(p) & (Block::kAlign - 1)) {
+    if (Block::nonzero(p)) return false;
+    q = align_down(p + Block::kBytes, Block::kAlign);
   }
   while (last - q > static_cast<std::ptrdiff_t>(kPageBytes)) {
     const u8* next_page = align_down(q + kPageBytes, kPageBytes);  // before last
     _mm_prefetch(reinterpret_cast<const char*>(next_page), _MM_HINT_T0);
-    for (; q < next_page; q += 128) {
-      __m256i v = or128(q);
-      if (!_mm256_testz_si256(v, v)) return false;
-    }
+    for (; q < next_page; q += Block::kBytes)
+      if (Block::nonzero(q)) return false;
   }
-  for (; q < last; q += 128) {
-    __m256i v = or128(q);
-    if (!_mm256_testz_si256(v, v)) return false;
-  }
-  __m256i v = or128(last);
-  return _mm256_testz_si256(v, v);
+  for (; q < last; q += Block::kBytes)
+    if (Block::nonzero(q)) return false;
+  return !Block::nonzero(last);
 }
 
+struct avx2_block {  // four 32-byte vectors
+  static constexpr size_t kBytes = 128, kAlign = 32;
+  IOV_TARGET_AVX2 static bool nonzero(const u8* p) {
+    __m256i v = or128(p);
+    return !_mm256_testz_si256(v, v);
+  }
+};
+
+// PageInBlocks: a walk's page (257 bytes to 4 KiB here) takes the blocks loop
+// (AMD) or memchr_inv's (others); see kernels_of.
+template <bool PageInBlocks>
 IOV_TARGET_AVX2 bool mem_is_zero_avx2(const void* s, size_t len) {
   const u8* p = static_cast<const u8*>(s);
   if (len < 32) {
@@ -241,7 +256,8 @@ IOV_TARGET_AVX2 bool mem_is_zero_avx2(const void* s, size_t len) {
     for (size_t k = 32; k < len - 32; k += 32) v = _mm256_or_si256(v, load256(p + k));
     return _mm256_testz_si256(v, v);
   }
-  return is_zero_blocks128(p, len);
+  if (!PageInBlocks && len <= kPageBytes) return !memchr_inv_avx2_t<true>(p, 0, len);
+  return is_zero_blocks<avx2_block>(p, len);
 }
 
 // ---- AVX-512: 64-byte vectors, masked loads for the short case -----------
@@ -260,7 +276,7 @@ IOV_TARGET_AVX512 inline __m512i load512_partial(const u8* p, size_t len, __mmas
 }
 
 template <bool Zero>
-IOV_TARGET_AVX512 const void* memchr_inv_avx512_t(const u8* p, u8 c, size_t len) {
+IOV_TARGET_AVX512 IOV_ALWAYS_INLINE const void* memchr_inv_avx512_t(const u8* p, u8 c, size_t len) {
   const __m512i pat = _mm512_set1_epi8(static_cast<char>(c));
   if (len <= 64) {
     __mmask64 k;
@@ -299,41 +315,23 @@ IOV_TARGET_AVX512 inline __m512i or256(const u8* p) {
                          _mm512_or_si512(load512(p + 128), load512(p + 192)));
 }
 
-// is_zero_blocks128's loop with 256 bytes (four 64-byte vectors) a test, len >= 256.
-IOV_TARGET_AVX512 bool is_zero_blocks256(const u8* p, size_t len) {
-  const u8* q = p;
-  const u8* last = p + len - 256;
-  if (reinterpret_cast<uintptr_t>(p) & 63) {
-    if (nonzero512(or256(p))) return false;
-    q = align_down(p + 256, 64);
-  }
-  while (last - q > static_cast<std::ptrdiff_t>(kPageBytes)) {
-    const u8* next_page = align_down(q + kPageBytes, kPageBytes);  // before last
-    _mm_prefetch(reinterpret_cast<const char*>(next_page), _MM_HINT_T0);
-    for (; q < next_page; q += 256)
-      if (nonzero512(or256(q))) return false;
-  }
-  for (; q < last; q += 256)
-    if (nonzero512(or256(q))) return false;
-  return !nonzero512(or256(last));
-}
+struct avx512_block {  // four 64-byte vectors
+  static constexpr size_t kBytes = 256, kAlign = 64;
+  IOV_TARGET_AVX512 static bool nonzero(const u8* p) { return nonzero512(or256(p)); }
+};
 
-// A walk's page (more than a sector, at most 4 KiB) goes to the AVX2 loop,
-// before any 512-bit instruction; a longer buffer to the same loop with
-// 64-byte vectors, 256 bytes a test; no probes of the middle and the tail.
-// Over 256 MiB of 4 KiB bvec pages streaming on AMD Zen 5 (iov-bench, CPU
-// time; medians of the per-run ratios to the read limit, ten runs each,
-// interleaved) the AVX-512 loops ran slower than the AVX2 loop in the walk:
-// 1.09 [1.00-1.22] the probes and 512 bytes a test (the level before),
-// 1.12 [1.04-1.47] 128 bytes a test from the page's start, where the AVX2
-// loop ran 0.95 [0.91-1.04] called from this level; in a loop of our own
-// calling the kernel page after page they ran as fast (128 bytes a test
-// 0.91-0.94, 256 bytes 0.92-1.03). Flat, the wide loop wins: over 256 MiB
-// streaming 0.63 [0.56-0.72] against the AVX2 loop's 0.69 [0.61-0.78] (the
-// level before: 0.85), in L1 (16 KiB) 0.34 of ISA-L's time against 0.65.
+// A walk's page (more than a sector, at most 4 KiB) takes the AVX2 blocks
+// loop on AMD, before any 512-bit instruction, and memchr_inv's loop (the
+// first vector tested alone, then 256 bytes a test) elsewhere (kernels_of);
+// a longer buffer the blocks loop with 64-byte vectors, 256 bytes a test.
+// Flat, the wide loop wins: over 256 MiB streaming on AMD Zen 5 0.63
+// [0.56-0.72] of the read limit against the AVX2 loop's 0.69 [0.61-0.78], in
+// L1 (16 KiB) 0.34 of ISA-L's time against 0.65.
+template <bool PageInBlocks>
 IOV_TARGET_AVX512 bool mem_is_zero_avx512(const void* s, size_t len) {
   const u8* p = static_cast<const u8*>(s);
-  if (len > 512 && len <= kPageBytes) return is_zero_blocks128(p, len);
+  if (len > 512 && len <= kPageBytes)
+    return PageInBlocks ? is_zero_blocks<avx2_block>(p, len) : !memchr_inv_avx512_t<true>(p, 0, len);
   if (len <= 64) {
     __mmask64 k;
     return !nonzero512(load512_partial(p, len, &k));
@@ -344,7 +342,7 @@ IOV_TARGET_AVX512 bool mem_is_zero_avx512(const void* s, size_t len) {
     for (size_t k = 64; k < len - 64; k += 64) v = _mm512_or_si512(v, load512(p + k));
     return !nonzero512(v);
   }
-  return is_zero_blocks256(p, len);
+  return is_zero_blocks<avx512_block>(p, len);
 }
 #endif  // IOV_ZERO_SCAN_X86
 
@@ -355,10 +353,32 @@ struct kernels {
   mem_is_zero_fn mem_is_zero;
 };
 
+// A walk's page (4 KiB or less, past the short cases) takes the loop that
+// ran fastest on its CPU's vendor at each AVX level: no loop tried was the
+// fastest on both CPUs measured (iov-bench, CPU time; 256 MiB of 4 KiB bvec
+// pages, medians of the per-run ratios to the read limit).
+// - AMD: the blocks loop (is_zero_blocks), and at the AVX-512 level the AVX2
+//   one. On Zen 5, streaming, every other loop ran slower in the walk: at the
+//   AVX2 level the head probes and 256 bytes a test 1.15 [0.97-1.37] against
+//   0.99 [0.88-1.18] (22 runs); at the AVX-512 level the probes and 512 bytes
+//   a test 1.09 [1.00-1.22], 64-byte vectors from the page's start 128 bytes
+//   a test 1.12 [1.04-1.47], where the AVX2 blocks loop ran 0.95 [0.91-1.04]
+//   (ten runs each); in a loop of our own calling the kernel page after page,
+//   without the walk, they ran as fast (0.91-1.03).
+// - Others: memchr_inv's loop for the zero byte, the first vector tested
+//   alone. On an Intel Xeon (family 6, model 207), tiled / streaming, the
+//   blocks loop ran at 0.80 / 0.87 at the AVX-512 level and 0.82 / 0.87 at
+//   the AVX2 level, this loop at 0.47 / 0.72 and 0.66 / 0.79 (seven runs,
+//   interleaved); 64-byte blocks from the page's start 0.60-0.67 / 0.77-0.79
+//   (docs/operations.md, the Xeon's table of 2026-12-07).
+// memchr_inv keeps its loop at every level: in the blocks loop's shape it ran
+// slower on the Xeon (iov_iter_skip_zeroes over bvec pages tiled, AVX-512
+// 0.68 against 0.45, AVX2 0.67 against 0.65).
 kernels kernels_of(simd_level l) {
 #ifdef IOV_ZERO_SCAN_X86
-  if (l == simd_level::avx512) return {memchr_inv_avx512, mem_is_zero_avx512};
-  if (l == simd_level::avx2) return {memchr_inv_avx2, mem_is_zero_avx2};
+  const bool amd = simd_cpu().amd;
+  if (l == simd_level::avx512) return {memchr_inv_avx512, amd ? mem_is_zero_avx512<true> : mem_is_zero_avx512<false>};
+  if (l == simd_level::avx2) return {memchr_inv_avx2, amd ? mem_is_zero_avx2<true> : mem_is_zero_avx2<false>};
 #endif
   (void)l;
   return {memchr_inv_portable, mem_is_zero_portable};

@@ -90,7 +90,7 @@ TEST_P(ZeroScanLevel, ExhaustiveShort) {
 }
 
 // Lengths sampled up to 8192 (biased towards vector and page multiples +-1).
-TEST_P(ZeroScanLevel, SampledLengths) {
+void check_sampled_lengths() {
   const uint64_t seed = test_seed(0x5eed2e20);
   SCOPED_TRACE("IOV_TEST_SEED=" + std::to_string(seed));
   std::mt19937_64 rng(seed);
@@ -123,7 +123,7 @@ TEST_P(ZeroScanLevel, SampledLengths) {
 
 // The scans never touch a byte outside [p, p + len): buffers that end at, or
 // start at, an inaccessible page.
-TEST_P(ZeroScanLevel, NeverReadsOutside) {
+void check_never_reads_outside() {
   const size_t pg = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   void* m = mmap(nullptr, 3 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(m, MAP_FAILED);
@@ -144,7 +144,7 @@ TEST_P(ZeroScanLevel, NeverReadsOutside) {
 // Buffers of up to nine pages (the scans go a page at a time past one), most
 // ending at an inaccessible page, at every alignment, the odd byte anywhere:
 // against the byte loop.
-TEST_P(ZeroScanLevel, LongBuffersEndingAtAGuardPage) {
+void check_long_buffers_ending_at_a_guard_page() {
   const uint64_t seed = test_seed(0x10e6b0f5);
   SCOPED_TRACE("IOV_TEST_SEED=" + std::to_string(seed));
   std::mt19937_64 rng(seed);
@@ -174,7 +174,33 @@ TEST_P(ZeroScanLevel, LongBuffersEndingAtAGuardPage) {
   munmap(m, span + pg);
 }
 
+TEST_P(ZeroScanLevel, SampledLengths) { check_sampled_lengths(); }
+TEST_P(ZeroScanLevel, NeverReadsOutside) { check_never_reads_outside(); }
+TEST_P(ZeroScanLevel, LongBuffersEndingAtAGuardPage) { check_long_buffers_ending_at_a_guard_page(); }
+
 INSTANTIATE_TEST_SUITE_P(Levels, ZeroScanLevel, iov_test::all_simd_levels(), iov_test::simd_level_param_name);
+
+// The kernels installed as on an AMD CPU (Zen 5), whatever this one is: at
+// the AVX levels mem_is_zero scans a page with the blocks loop there and with
+// memchr_inv's loop elsewhere (kernels_of), so both forms are checked on any CPU.
+class ZeroScanLevelAsAmd : public ZeroScanLevel {
+ protected:
+  void SetUp() override {
+    static constexpr iov::internal::simd_cpu_id zen5{true, 26, 2};
+    iov::internal::simd_cpu_id_for_test(&zen5);
+    ZeroScanLevel::SetUp();
+  }
+  void TearDown() override {
+    iov::internal::simd_cpu_id_for_test(nullptr);
+    ZeroScanLevel::TearDown();
+  }
+};
+
+TEST_P(ZeroScanLevelAsAmd, SampledLengths) { check_sampled_lengths(); }
+TEST_P(ZeroScanLevelAsAmd, NeverReadsOutside) { check_never_reads_outside(); }
+TEST_P(ZeroScanLevelAsAmd, LongBuffersEndingAtAGuardPage) { check_long_buffers_ending_at_a_guard_page(); }
+
+INSTANTIATE_TEST_SUITE_P(Levels, ZeroScanLevelAsAmd, iov_test::all_simd_levels(), iov_test::simd_level_param_name);
 
 // IOV_SIMD lowers the ceiling, and the level a family resolves to, never
 // raises them: forced, the zero scan runs the ceiling (it has no requirement
