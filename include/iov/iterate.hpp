@@ -200,7 +200,8 @@ IOV_ALWAYS_INLINE size_t iterate_bvecq(iov_iter* iter, size_t len, void* priv, v
   do {
     if (skip == 0) {
       const bio_vec* bv = bq->bv + slot;
-      for (; bv < bq->bv + bq->nr_slots; bv++) {
+      const bio_vec* const end = bq->bv + bq->nr_slots;
+      for (; bv < end; bv++) {
         size_t bv_len = bv->bv_len, bv_offset = bv->bv_offset;
         page* pg = bv->bv_page;
         if (!bv_len || bv_len > len - progress || offset_in_page(bv_offset) + bv_len > PAGE_SIZE || !pg)
