@@ -9,7 +9,8 @@
 //   fixed  the buffers registered once; each request is an import_fixed()
 // The driver completes synchronously (as fio's sync engines): iodepth is how
 // many buffers a job cycles through, not concurrency; --iodepth_batch_submit
-// hands that many of them to the driver in one blkdev::submit_batch.
+// hands that many of them to the driver in one blkdev::submit_batch. The
+// blocks --verify writes and checks are verify.hpp's.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -26,32 +27,13 @@
 #include "fio/engine.hpp"
 #include "fio/job.hpp"
 #include "fio/status.hpp"
+#include "fio/verify.hpp"
 #include "fio/written_blocks.hpp"
 #include "iov/iov.hpp"
 
 namespace iov::fio {
 
 namespace {
-
-struct xorshift {
-  uint64_t s;
-  uint64_t next() {
-    s ^= s << 13;
-    s ^= s >> 7;
-    s ^= s << 17;
-    return s;
-  }
-};
-
-// The header fio's verify=crc32c puts at the start of every block.
-struct verify_header {
-  uint64_t magic;
-  uint64_t offset;
-  uint64_t seq;
-  uint32_t crc;  // standard CRC-32C of the block after the header
-  uint32_t len;
-};
-constexpr uint64_t kVerifyMagic = 0x69766f2d66696f31ull;  // "iov-fio1"
 
 struct job {
   const job_options* o;
@@ -74,18 +56,6 @@ struct job {
 
   unsigned slot_base() const { return id * o->iodepth; }
 };
-
-void fill_block(job& j, char* buf, uint64_t offset) {
-  const uint64_t bs = j.o->bs;
-  xorshift r{(offset + 1) * 0x9E3779B97F4A7C15ull ^ ++j.seq};
-  for (uint64_t k = sizeof(verify_header); k + 8 <= bs; k += 8) {
-    uint64_t v = r.next();
-    std::memcpy(buf + k, &v, 8);
-  }
-  verify_header h{kVerifyMagic, offset, j.seq, 0, static_cast<uint32_t>(bs)};
-  h.crc = ~crc32c(~0u, buf + sizeof h, bs - sizeof h);
-  std::memcpy(buf, &h, sizeof h);
-}
 
 // A request's iterator and what keeps it valid until the request completes.
 struct io_unit {
@@ -244,7 +214,7 @@ bool prefill(job& j) {
     }
     uint64_t offset = j.region_start + b * j.o->bs;
     if (j.o->verify)
-      fill_block(j, j.bufs[0], offset);
+      fill_block(j.bufs[0], j.o->bs, offset, ++j.seq);
     if (int err = submit_io(j, 0, true, offset, &why))
       return fail(j, err, why, offset);
     j.live->count(true, j.o->bs);
@@ -332,7 +302,7 @@ void measured_phase(job& j) {
         }
         uint64_t offset = j.region_start + block * o.bs;
         if (is_write && o.verify)
-          fill_block(j, j.bufs[slot + k], offset);
+          fill_block(j.bufs[slot + k], o.bs, offset, ++j.seq);
         if (!j.memory) {  // with the memcpy engine, no request: the copy is made at submission
           if (int err = prepare_io(j, slot + k, is_write, offset, &units[k], &rqs[k], &why)) {
             fail(j, err, why, offset);
@@ -390,18 +360,11 @@ bool verify_job(job& j, run_result& r) {
       return false;
     }
     j.live->count(false, bs);
-    verify_header h;
-    std::memcpy(&h, j.bufs[0], sizeof h);
-    uint32_t crc = ~crc32c(~0u, j.bufs[0] + sizeof h, bs - sizeof h);
-    const char* bad = h.magic != kVerifyMagic ? "bad magic"
-                      : h.offset != offset    ? "block written for another offset"
-                      : h.len != bs           ? "bad length"
-                      : h.crc != crc          ? "crc32c mismatch"
-                                              : nullptr;
-    if (bad) {
+    uint32_t header_crc, data_crc;
+    if (const char* bad = check_block(j.bufs[0], bs, offset, &header_crc, &data_crc)) {
       r.verify_failed = true;
       char hex[64];
-      std::snprintf(hex, sizeof hex, "header crc32c %08x, data crc32c %08x", h.crc, crc);
+      std::snprintf(hex, sizeof hex, "header crc32c %08x, data crc32c %08x", header_crc, data_crc);
       r.verify_text = absl::StrCat("verify: ", bad, " at offset ", offset, " (block ", offset / bs, "): ", hex);
       return false;
     }
@@ -410,25 +373,6 @@ bool verify_job(job& j, run_result& r) {
   });
   j.live->state.store(ok ? '_' : 'X', std::memory_order_relaxed);
   return ok;
-}
-
-// The testing aid: flip one byte on the device, bypassing the headers.
-void corrupt(blkdev& dev, uint64_t offset) {
-  char sector[SECTOR_SIZE];
-  uint64_t base = offset & ~uint64_t{SECTOR_SIZE - 1};
-  iov_iter it;
-  iov_iter_ubuf(&it, ITER_DEST, sector, sizeof sector);
-  blk_request rq;
-  rq.op = REQ_OP_READ;
-  rq.sector = base >> SECTOR_SHIFT;
-  rq.iter = &it;
-  if (dev.submit(rq))
-    return;
-  sector[offset - base] ^= 0x5a;
-  iov_iter_ubuf(&it, ITER_SOURCE, sector, sizeof sector);
-  rq.op = REQ_OP_WRITE;
-  rq.iter = &it;
-  dev.submit(rq);
 }
 
 double tv_seconds(const timeval& tv) { return static_cast<double>(tv.tv_sec) + tv.tv_usec / 1e6; }
