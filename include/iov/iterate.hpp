@@ -204,6 +204,8 @@ IOV_ALWAYS_INLINE size_t iterate_bvecq(iov_iter* iter, size_t len, void* priv, v
       for (; bv < end; bv++) {
         size_t bv_len = bv->bv_len, bv_offset = bv->bv_offset;
         page* pg = bv->bv_page;
+        // iterate_bvec's test, written out again: made one inline function
+        // for both, it led GCC 12 to keep progress on the stack in this loop.
         if (!bv_len || bv_len > len - progress || offset_in_page(bv_offset) + bv_len > PAGE_SIZE || !pg)
           break;
         size_t at = progress;
