@@ -72,8 +72,7 @@ IOV_NOINLINE int prepare_iter(job& j, unsigned slot, unsigned dir, io_unit* u, c
   const job_options& o = *j.o;
   char* buf = j.bufs[slot];
   switch (o.iter) {
-    case iter_kind::ubuf:
-      iov_iter_ubuf(&u->it, dir, buf, o.bs);
+    case iter_kind::ubuf:  // made by prepare_io, never here
       break;
     case iter_kind::iovec:
       iov_iter_init(&u->it, dir, j.iovs[slot].data(), j.iovs[slot].size(), o.bs);
