@@ -376,6 +376,18 @@ void brd_device::prefetch_requests(std::span<const blk_request> rqs) {
   }
 }
 
+// Each sector's slot line asked for, the upper levels walked (they stay
+// cached). The read-side section keeps the leaves valid while they are read;
+// a slot changes nothing but what is in the cache.
+void brd_device::prefetch_lookups(std::span<const sector_t> sectors) {
+  const xarray* pages = &brd_->brd_pages;
+  rcu_read_guard rcu;
+  for (const sector_t s : sectors) {
+    const auto idx = static_cast<unsigned long>(s >> PAGE_SECTORS_SHIFT);
+    if (const internal::xa_node* leaf = internal::xa_leaf(pages, idx)) prefetch(&leaf->slots[idx & XA_CHUNK_MASK]);
+  }
+}
+
 // In submit_batch's read-side section, for a run of READs, three passes:
 // each READ checked as submit() checks it, the leaf holding its first page
 // found and the slot's line asked for; then each slot loaded from its leaf

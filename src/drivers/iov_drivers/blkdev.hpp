@@ -264,6 +264,13 @@ class blkdev {
   int replace_pages(pgoff_t index, page** pages, unsigned nr, const char** why = nullptr,
                     page** replaced = nullptr);
   virtual bool can_replace_pages() const { return false; }
+  // A hint from a caller that holds several requests at once (a server's
+  // input): the pages holding these sectors will be looked up soon. brd
+  // starts fetching each one's xarray slot, so that the lookups' cache misses
+  // overlap instead of coming one after another, as submit_batch's window
+  // does. Never waits, changes nothing; the sectors are not checked (any may
+  // be beyond the end). At most kBatchWindow at a time is useful.
+  virtual void prefetch_lookups(std::span<const sector_t>) {}
   // Appends up to nr_zones zones from the one holding `sector` on; returns how
   // many, or -EOPNOTSUPP on a device that is not zoned.
   virtual int report_zones(sector_t sector, unsigned nr_zones, std::vector<blk_zone>* out);
