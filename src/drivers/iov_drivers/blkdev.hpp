@@ -257,10 +257,11 @@ class blkdev {
   // range would fail: -ENOSPC with nothing changed; -ENOMEM with a prefix
   // stored. -EOPNOTSUPP (the pages freed) where can_replace_pages() is false.
   // With `replaced`, the replaced pages are not freed: replaced[i] receives
-  // the page pages[i] replaced (nullptr where there was none, or where the
-  // device frees it itself, as for a page of zeros it unmaps), which the
-  // device no longer refers to and the caller frees, or reuses, once no
-  // reader can hold it (after a grace period: free_page_rcu, call_rcu).
+  // the page pages[i] replaced (nullptr where there was none), or that a
+  // page of zeros unmapped, which the device no longer refers to and the
+  // caller frees, or reuses, once no reader can hold it (after a grace
+  // period: free_page_rcu, call_rcu). Then the call waits for no grace
+  // period, and may run inside a read-side section.
   int replace_pages(pgoff_t index, page** pages, unsigned nr, const char** why = nullptr,
                     page** replaced = nullptr);
   virtual bool can_replace_pages() const { return false; }
