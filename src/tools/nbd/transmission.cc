@@ -28,7 +28,15 @@ transmission::transmission(const context& ctx, const negotiated& neg, transport&
       out_(out),
       writer_(ctx.dev, ctx.locks),
       large_(ctx, writer_, loop),
-      pages_(recycler) {}
+      pages_(recycler) {
+  if (neg_.any_offset)
+    ctx_.locks.add_partial_writer();  // its writes of parts of blocks read them back
+}
+
+transmission::~transmission() {
+  if (neg_.any_offset)
+    ctx_.locks.remove_partial_writer();
+}
 
 step transmission::take() {
   if (in_payload_) {

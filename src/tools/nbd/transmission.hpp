@@ -37,6 +37,7 @@ class transmission {
   // `recycler` (its event loop's, or nullptr) gives an inline WRITE's pages.
   transmission(const context& ctx, const negotiated& neg, transport& t, input_buffer& in, output_queue& out,
                payload_budget::listener* loop, page_recycler* recycler = nullptr);
+  ~transmission();
   transmission(const transmission&) = delete;
   transmission& operator=(const transmission&) = delete;
 
