@@ -157,6 +157,30 @@ TEST(BlkdevBatch, BrdReadsSeeEarlierWritesOfTheBatch) {
   EXPECT_EQ(got, data);
 }
 
+// prefetch_lookups is a hint: on an empty device, over stored pages and
+// holes, at the end, beyond it and beyond the tree's reach, it changes no
+// byte and no count; null_blk's does nothing.
+TEST(BlkdevBatch, PrefetchLookupsChangesNothing) {
+  auto dev = iov_test::make_brd({.size = 1 << 20});
+  const iov::sector_t sectors[] = {0, 8, 9, 2040, 2047, 2048, iov::sector_t{1} << 40, ~iov::sector_t{0}};
+  dev->prefetch_lookups(sectors);  // no tree yet
+  dev->prefetch_lookups({});
+  EXPECT_EQ(dev->nr_pages(), 0u);
+  bytes model(1 << 20, 0), data(3 * iov::PAGE_SIZE);
+  for (size_t i = 0; i < data.size(); i++) data[i] = static_cast<unsigned char>(i * 11 + 5);
+  iov::iov_iter w;
+  iov::iov_iter_ubuf(&w, iov::ITER_SOURCE, data.data(), data.size());
+  iov::blk_request wr{.op = iov::REQ_OP_WRITE, .sector = 8, .iter = &w};
+  ASSERT_EQ(dev->submit(wr), 0);
+  std::copy(data.begin(), data.end(), model.begin() + 8 * iov::SECTOR_SIZE);
+  dev->prefetch_lookups(sectors);
+  EXPECT_EQ(dev->nr_pages(), 3u);
+  EXPECT_EQ(blk_read_all(*dev), model);
+  auto nullb = iov_test::make_nullb({.size = 1 << 20, .memory_backed = true});
+  nullb->prefetch_lookups(sectors);
+  EXPECT_EQ(blk_read_all(*nullb), bytes(1 << 20, 0));
+}
+
 TEST(BlkdevBatch, AFailureStopsNothingAfterIt) {
   auto dev = iov_test::make_brd({.size = 1 << 20});
   bytes data(iov::PAGE_SIZE, 0x42);

@@ -180,6 +180,29 @@ TEST(BrdReplacePages, ReplacedPagesGoToTheCaller) {
   iov::rcu_barrier();
 }
 
+// With `replaced` and zero detection unmapping, the page a page of zeros
+// unmaps comes back too (so that nothing in the call waits for a grace
+// period), and the page of zeros itself is freed: the device holds nothing
+// there and reads zeros.
+TEST(BrdReplacePages, UnmappedPagesGoToTheCallerToo) {
+  auto dev = make_brd({.size = 8 * iov::PAGE_SIZE, .detect_zeroes = iov::detect_zeroes::unmap});
+  std::mt19937_64 rng(31);
+  const bytes old = random_bytes(iov::PAGE_SIZE, rng);
+  ASSERT_EQ(replace(*dev, 5, old), 0);
+  bytes mixed(2 * iov::PAGE_SIZE, 0);  // page 4 zeros (nothing stored there), page 5 zeros
+  auto pages = pages_of(mixed);
+  iov::page* replaced[2] = {pages[0], pages[0]};  // cleared by the call
+  ASSERT_EQ(dev->replace_pages(4, pages.data(), 2, nullptr, replaced), 0);
+  EXPECT_EQ(replaced[0], nullptr);
+  ASSERT_NE(replaced[1], nullptr);
+  EXPECT_EQ(iov::page_ref_count(replaced[1]), 1) << "the unmapped page was freed, not handed back";
+  EXPECT_EQ(std::memcmp(iov::page_address(replaced[1]), old.data(), iov::PAGE_SIZE), 0);
+  iov::free_page(replaced[1]);
+  EXPECT_EQ(dev->nr_pages(), 0u);
+  EXPECT_EQ(blk_read_all(*dev), bytes(8 * iov::PAGE_SIZE, 0));
+  iov::rcu_barrier();
+}
+
 TEST(BrdReplacePages, BeyondTheEndIsRefusedAndThePagesFreed) {
   auto dev = make_brd({.size = 4 * iov::PAGE_SIZE + 512});  // the fifth page is partial: not whole
   std::mt19937_64 rng(26);

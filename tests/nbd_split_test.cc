@@ -15,6 +15,7 @@
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <random>
 #include <string>
@@ -183,6 +184,53 @@ TEST_P(NbdSplit, LargeWriteCutInItsHeaderAndPayload) {
     SCOPED_TRACE("cut after " + std::to_string(cut) + " of " + std::to_string(p.stream.size()) + " bytes");
     ASSERT_NO_FATAL_FAILURE(p.run(*c_, {cut}, &disk_));
     cut = cut < header + 1 ? cut + 1 : cut + 997 < header + length - 2 ? cut + 997 : cut + 1;
+  }
+  auto r = c_->read(0, kSplitDisk);
+  ASSERT_TRUE(r.ok) << r.problem;
+  EXPECT_TRUE(r.data == disk_);
+}
+
+// More whole requests in the input at once than the lookahead takes
+// (transmission::prefetch_ahead asks the device about a window of 16 at a
+// time): WRITEs of whole pages (brd replaces those) and of parts of pages,
+// READs of what a WRITE before them wrote, a large WRITE that ends a
+// window's scan, sent at once and in three parts. Every request touches pages
+// of its own, so no READ overlaps a WRITE after it.
+TEST_P(NbdSplit, WindowsOfWholeRequests) {
+  constexpr uint64_t kLarge = 64 * KiB + 8 * KiB;  // pages [0, 18)
+  constexpr uint64_t kFirst = 20, kPages = kSplitDisk / (4 * KiB);
+  for (int round = 0; round < 4; round++) {
+    std::vector<uint64_t> slots;
+    for (uint64_t k = kFirst; k < kPages; k++)
+      slots.push_back(k * 4 * KiB);
+    std::shuffle(slots.begin(), slots.end(), rng_);
+    pipeline p;
+    for (size_t k = 0; k + 1 < 48; k += 2) {
+      if (k == 22) {
+        p.write(*c_, 0, random_data(kLarge, rng_));
+        p.read(*c_, 4 * KiB, 8 * KiB);
+      }
+      const uint64_t at = slots[k], to = slots[k + 1];
+      switch (k % 6) {
+        case 0:  // a whole page, then a READ of it
+          p.write(*c_, at, random_data(4 * KiB, rng_));
+          p.read(*c_, at, 4 * KiB);
+          break;
+        case 2:  // a part of a page
+          p.write(*c_, at + 512, random_data(1536, rng_));
+          p.read(*c_, at, 4 * KiB);
+          break;
+        default:  // a READ of a page untouched in this round, then a WRITE there
+          p.read(*c_, to, 4 * KiB);
+          p.write(*c_, at, random_data(4 * KiB, rng_));
+          break;
+      }
+    }
+    p.flush(*c_);
+    SCOPED_TRACE("round " + std::to_string(round));
+    const size_t third = p.stream.size() / 3;
+    ASSERT_NO_FATAL_FAILURE(p.run(*c_, round % 2 ? std::vector<size_t>{third, 2 * third} : std::vector<size_t>{},
+                                  &disk_));
   }
   auto r = c_->read(0, kSplitDisk);
   ASSERT_TRUE(r.ok) << r.problem;

@@ -86,15 +86,19 @@ page* insert_page(brd* brd, unsigned long idx, uint64_t* reserved) {
   return pg;
 }
 
-// Erases one page and frees it once no reader can hold it (brd_free_one_page
-// through call_rcu in the kernel). Outside any read section.
-void free_page_at(brd* brd, unsigned long idx) {
-  if (auto* old = static_cast<page*>(xa_erase(&brd->brd_pages, idx))) {
+// Erases one page and returns it (nullptr: none); readers may still hold it.
+page* erase_page_at(brd* brd, unsigned long idx) {
+  auto* old = static_cast<page*>(xa_erase(&brd->brd_pages, idx));
+  if (old) {
     brd->brd_nr_pages.fetch_sub(1, std::memory_order_relaxed);
     uncharge(brd, 1);
-    free_page_rcu(old);
   }
+  return old;
 }
+
+// Erases one page and frees it once no reader can hold it (brd_free_one_page
+// through call_rcu in the kernel). Outside any read section.
+void free_page_at(brd* brd, unsigned long idx) { free_page_rcu(erase_page_at(brd, idx)); }
 
 // Frees the pages with index in [first, last], visiting only those present.
 void free_range(brd* brd, unsigned long first, unsigned long last) {
@@ -214,7 +218,10 @@ int write(brd* brd, blk_request& rq) {
 // first, so that -ENOSPC changes nothing; a page another writer inserts or
 // a discard erases meanwhile is settled after. With zero detection, a page
 // of zeros is handled as write() handles one. With `replaced` (cleared by
-// the caller), the old pages go there instead of to free_page_rcu.
+// the caller), the old pages go there instead of to free_page_rcu, those a
+// page of zeros unmaps included: nothing here then waits for a grace period
+// (free_page_rcu does without memory), so a caller may hold a read-side
+// section around it.
 int replace(brd* brd, pgoff_t index, page** pages, unsigned nr, const char** why, page** replaced) {
   const detect_zeroes dz = brd->config.detect_zeroes;
   auto is_zero = [&](unsigned i) { return dz != detect_zeroes::off && mem_is_zero(page_address(pages[i]), PAGE_SIZE); };
@@ -236,7 +243,10 @@ int replace(brd* brd, pgoff_t index, page** pages, unsigned nr, const char** why
       continue;
     }
     if (is_zero(i)) {
-      if (dz == detect_zeroes::unmap) free_page_at(brd, idx);
+      if (dz == detect_zeroes::unmap && replaced)
+        replaced[i] = erase_page_at(brd, idx);
+      else if (dz == detect_zeroes::unmap)
+        free_page_at(brd, idx);
       if (dz == detect_zeroes::unmap || !xa_load(&brd->brd_pages, idx)) {
         free_page(pages[i]);  // nothing to store: a hole reads as zeros
         continue;
@@ -373,6 +383,18 @@ void brd_device::prefetch_requests(std::span<const blk_request> rqs) {
     if (rq.op != REQ_OP_WRITE || !rq.iter) continue;
     if (auto* pg = static_cast<page*>(internal::xa_load_rcu(pages, static_cast<unsigned long>(rq.sector >> PAGE_SECTORS_SHIFT))))
       drivers::internal::prefetch_head(pg, true);
+  }
+}
+
+// Each sector's slot line asked for, the upper levels walked (they stay
+// cached). The read-side section keeps the leaves valid while they are read;
+// a slot changes nothing but what is in the cache.
+void brd_device::prefetch_lookups(std::span<const sector_t> sectors) {
+  const xarray* pages = &brd_->brd_pages;
+  rcu_read_guard rcu;
+  for (const sector_t s : sectors) {
+    const auto idx = static_cast<unsigned long>(s >> PAGE_SECTORS_SHIFT);
+    if (const internal::xa_node* leaf = internal::xa_leaf(pages, idx)) prefetch(&leaf->slots[idx & XA_CHUNK_MASK]);
   }
 }
 

@@ -257,13 +257,21 @@ class blkdev {
   // range would fail: -ENOSPC with nothing changed; -ENOMEM with a prefix
   // stored. -EOPNOTSUPP (the pages freed) where can_replace_pages() is false.
   // With `replaced`, the replaced pages are not freed: replaced[i] receives
-  // the page pages[i] replaced (nullptr where there was none, or where the
-  // device frees it itself, as for a page of zeros it unmaps), which the
-  // device no longer refers to and the caller frees, or reuses, once no
-  // reader can hold it (after a grace period: free_page_rcu, call_rcu).
+  // the page pages[i] replaced (nullptr where there was none), or that a
+  // page of zeros unmapped, which the device no longer refers to and the
+  // caller frees, or reuses, once no reader can hold it (after a grace
+  // period: free_page_rcu, call_rcu). Then the call waits for no grace
+  // period, and may run inside a read-side section.
   int replace_pages(pgoff_t index, page** pages, unsigned nr, const char** why = nullptr,
                     page** replaced = nullptr);
   virtual bool can_replace_pages() const { return false; }
+  // A hint from a caller that holds several requests at once (a server's
+  // input): the pages holding these sectors will be looked up soon. brd
+  // starts fetching each one's xarray slot, so that the lookups' cache misses
+  // overlap instead of coming one after another, as submit_batch's window
+  // does. Never waits, changes nothing; the sectors are not checked (any may
+  // be beyond the end). At most kBatchWindow at a time is useful.
+  virtual void prefetch_lookups(std::span<const sector_t>) {}
   // Appends up to nr_zones zones from the one holding `sector` on; returns how
   // many, or -EOPNOTSUPP on a device that is not zoned.
   virtual int report_zones(sector_t sector, unsigned nr_zones, std::vector<blk_zone>* out);

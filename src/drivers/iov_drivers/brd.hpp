@@ -56,6 +56,7 @@ class brd_device final : public blkdev {
   int submit(blk_request& rq) override;
   const char* name() const override { return "brd"; }
   bool can_replace_pages() const override { return true; }
+  void prefetch_lookups(std::span<const sector_t> sectors) override;
   uint64_t nr_pages() const override;
   const brd_config& config() const;
 

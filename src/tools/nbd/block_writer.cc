@@ -17,8 +17,13 @@ int block_writer::write(uint64_t offset, uint64_t length, const unsigned char* s
 
 int block_writer::commit(page_payload& pages, uint64_t offset, uint64_t length, unsigned rq_flags, const char** why) {
   const uint64_t lbs = dev_.limits().logical_block_size;
-  block_locks::guard g(locks_, offset / lbs, (offset + length) / lbs);
-  return pages.commit(dev_, rq_flags, why);
+  int err;
+  {
+    block_locks::whole_guard g(locks_, offset / lbs, (offset + length) / lbs);
+    err = pages.commit(dev_, rq_flags, why);
+  }
+  pages.retire_replaced();
+  return err;
 }
 
 // Bytes [offset, offset + length) of the device from src, or zeros when src

@@ -6,6 +6,7 @@
 #include "iov/copy.hpp"
 #include "iov/copy_nocache.hpp"
 #include "iov/page.hpp"
+#include "iov/rcu.hpp"
 
 namespace iov::nbd {
 
@@ -77,8 +78,8 @@ int page_payload::write_piece(blkdev& dev, unsigned rq_flags, uint64_t offset, c
 int page_payload::commit(blkdev& dev, unsigned rq_flags, const char** why) {
   const size_t first = head_ ? 1 : 0, end = pieces_.size() - (tail_ ? 1 : 0);
   int err = head_ ? write_piece(dev, rq_flags, offset_, pieces_.front(), why) : 0;
+  whole_.clear();
   if (!err && end > first) {
-    whole_.clear();
     for (size_t i = first; i < end; i++) {
       whole_.push_back(pieces_[i].bv_page);
       pieces_[i].bv_page = nullptr;  // the device's from here, whatever it answers
@@ -93,26 +94,35 @@ int page_payload::commit(blkdev& dev, unsigned rq_flags, const char** why) {
   return err;
 }
 
-// whole_ handed to the device; with a recycler, what they replace goes to
-// it, kReplaceRun pages at a time (no allocation once pages are handed over).
+// whole_ handed to the device, kReplaceRun pages at a time (no allocation);
+// each entry of whole_ then holds the page it replaced (nullptr: none), for
+// retire_replaced().
 int page_payload::replace(blkdev& dev, const char** why) {
   const auto index = static_cast<pgoff_t>((offset_ + head_) >> PAGE_SHIFT);
-  if (!recycler_)
-    return dev.replace_pages(index, whole_.data(), static_cast<unsigned>(whole_.size()), why);
   page* replaced[kReplaceRun];
   int err = 0;
   for (size_t at = 0; at < whole_.size(); at += kReplaceRun) {
     const auto n = static_cast<unsigned>(std::min<size_t>(kReplaceRun, whole_.size() - at));
     if (err) {  // past a failed run: never visible
-      for (unsigned k = 0; k < n; k++)
+      for (unsigned k = 0; k < n; k++) {
         free_page(whole_[at + k]);
+        whole_[at + k] = nullptr;
+      }
       continue;
     }
     err = dev.replace_pages(index + at, whole_.data() + at, n, why, replaced);
-    for (unsigned k = 0; k < n; k++)
-      recycler_->retire(replaced[k]);
+    std::copy(replaced, replaced + n, whole_.begin() + static_cast<std::ptrdiff_t>(at));
   }
   return err;
+}
+
+void page_payload::retire_replaced() {
+  for (page* p : whole_)
+    if (recycler_)
+      recycler_->retire(p);
+    else
+      free_page_rcu(p);  // nullptr: nothing
+  whole_.clear();
 }
 
 void page_payload::reset() {

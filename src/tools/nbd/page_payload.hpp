@@ -8,7 +8,7 @@
 //   page_payload p;
 //   if (p.prepare(offset, length)) {
 //     recv_iter(fd, p.rest());                 // or p.fill(buf, n)
-//     if (iov_iter_count(p.rest()) == 0) err = p.commit(dev, REQ_FUA, &why);
+//     if (iov_iter_count(p.rest()) == 0) err = p.commit(dev, REQ_FUA, &why), p.retire_replaced();
 //   }
 #pragma once
 
@@ -26,7 +26,7 @@ class page_payload {
  public:
   // With a recycler (page_recycle.hpp), the pages come from it and the
   // pages they replace on the device go back to it; else alloc_page, and
-  // the device frees what it replaces.
+  // what they replace is freed after a grace period.
   explicit page_payload(page_recycler* recycler = nullptr) : recycler_(recycler) {}
   ~page_payload() { reset(); }
   page_payload(const page_payload&) = delete;
@@ -46,8 +46,14 @@ class page_payload {
   void fill(const void* src, size_t len);
   // Writes the payload (all of it received) to the device: the partial page
   // at the start, the whole pages handed over, the partial page at the end.
-  // 0 or the device's -errno with *why. Holds nothing afterwards.
+  // 0 or the device's -errno with *why. Holds nothing afterwards but the
+  // pages replaced, for retire_replaced(). Waits for no grace period, so
+  // that it may run in a read-side section (block_locks::whole_guard).
   int commit(blkdev& dev, unsigned rq_flags, const char** why);
+  // The pages the last commit() replaced, to the recycler, else freed after
+  // a grace period: outside any read-side section (free_page_rcu may wait
+  // for one when it has no memory).
+  void retire_replaced();
   // Frees what was not handed over; keeps the capacity for the next WRITE.
   void reset();
 
@@ -58,7 +64,7 @@ class page_payload {
 
   std::vector<bio_vec> pieces_;  // [head] whole pages... [tail], in payload order
   page_recycler* const recycler_;
-  std::vector<page*> whole_;  // the whole pages, for replace_pages
+  std::vector<page*> whole_;  // the whole pages, for replace_pages; then the pages they replaced
   iov_iter rest_{};
   uint64_t offset_ = 0;
   unsigned head_ = 0, tail_ = 0;  // bytes of the partial pieces (0: none)

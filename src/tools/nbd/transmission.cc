@@ -28,7 +28,15 @@ transmission::transmission(const context& ctx, const negotiated& neg, transport&
       out_(out),
       writer_(ctx.dev, ctx.locks),
       large_(ctx, writer_, loop),
-      pages_(recycler) {}
+      pages_(recycler) {
+  if (neg_.any_offset)
+    ctx_.locks.add_partial_writer();  // its writes of parts of blocks read them back
+}
+
+transmission::~transmission() {
+  if (neg_.any_offset)
+    ctx_.locks.remove_partial_writer();
+}
 
 step transmission::take() {
   if (in_payload_) {
@@ -39,10 +47,41 @@ step transmission::take() {
   }
   if (in_.available() < request_size())
     return in_.need(request_size());
+  if (ahead_ == 0)
+    prefetch_ahead();
   request rq;
   if (!(neg_.extended ? decode_extended_request(in_.data(), &rq) : decode_request(in_.data(), &rq)))
     return step::fail;
   return on_request(rq);
+}
+
+// The whole requests already in the input, up to a window of them: the
+// device is told which pages their READs and inline WRITEs will look up
+// (blkdev::prefetch_lookups), so that with several requests waiting their
+// lookups' misses overlap, as in brd's batched READs, instead of each
+// request missing alone when it is served (a READ's allocation map, a
+// WRITE's page replacement). A hint only: what it decodes is decoded again
+// when taken, and a malformed header is the take's to refuse.
+void transmission::prefetch_ahead() {
+  sector_t sectors[blkdev::kBatchWindow];
+  size_t n = 0, at = 0;
+  const size_t header = request_size(), available = in_.available();
+  unsigned whole = 0;
+  while (whole < blkdev::kBatchWindow && available - at >= header) {
+    request rq;
+    if (!(neg_.extended ? decode_extended_request(in_.data() + at, &rq) : decode_request(in_.data() + at, &rq)))
+      break;
+    const bool payload = carries_payload(rq);
+    if (payload && (rq.length > kInlinePayload || available - at - header < rq.length))
+      break;  // received apart, or not all here
+    at += header + (payload ? rq.length : 0);
+    whole++;
+    if (rq.type == NBD_CMD_READ || rq.type == NBD_CMD_WRITE)
+      sectors[n++] = rq.offset >> SECTOR_SHIFT;
+  }
+  ahead_ = whole;
+  if (n > 1)  // one alone is looked up now: nothing to overlap
+    ctx_.dev.prefetch_lookups({sectors, n});
 }
 
 io transmission::fill() {
@@ -62,6 +101,8 @@ bool transmission::carries_payload(const request& rq) const {
 }
 
 step transmission::on_request(const request& rq) {
+  if (ahead_)
+    ahead_--;  // a whole request, so taken now
   const size_t header = request_size();
   const bool payload_follows = carries_payload(rq);
   if (payload_follows) {

@@ -37,6 +37,7 @@ class transmission {
   // `recycler` (its event loop's, or nullptr) gives an inline WRITE's pages.
   transmission(const context& ctx, const negotiated& neg, transport& t, input_buffer& in, output_queue& out,
                payload_budget::listener* loop, page_recycler* recycler = nullptr);
+  ~transmission();
   transmission(const transmission&) = delete;
   transmission& operator=(const transmission&) = delete;
 
@@ -56,6 +57,7 @@ class transmission {
  private:
   size_t request_size() const { return neg_.extended ? kExtendedRequestSize : kRequestSize; }
   bool carries_payload(const request& rq) const;
+  void prefetch_ahead();
   step on_request(const request& rq);
   void finish_payload();
   uint32_t refusal(const request& rq, const char** message) const;
@@ -79,6 +81,7 @@ class transmission {
   write_payload large_;      // a WRITE above kInlinePayload
   bool in_payload_ = false;  // receiving large_
   page_payload pages_;       // an inline WRITE's, for the moment of its copy
+  unsigned ahead_ = 0;       // requests in the input from the next one whose lookups were asked for
   // A READ's runs of data and zeros, and the extents they come from (kept
   // for their capacity).
   struct read_run {
