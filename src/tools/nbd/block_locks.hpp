@@ -15,7 +15,7 @@
 // the kernel's rcu_sync lets percpu_rw_semaphore readers skip their lock
 // until a writer comes. The stripes' lock and unlock, cache lines shared by
 // every event loop, cost a 4 KiB WRITE about 0.2 µs on a 2-CPU Xeon
-// (docs/nbd-benchmarks.md).
+// (docs/nbd-storage-path.md).
 //
 //   block_locks locks;
 //   { block_locks::guard g(locks, first_block, end_block); ...write... }
