@@ -17,9 +17,13 @@ int block_writer::write(uint64_t offset, uint64_t length, const unsigned char* s
 
 int block_writer::commit(page_payload& pages, uint64_t offset, uint64_t length, unsigned rq_flags, const char** why) {
   const uint64_t lbs = dev_.limits().logical_block_size;
+  const uint64_t first = offset / lbs, end = (offset + length) / lbs;
   int err;
-  {
-    block_locks::whole_guard g(locks_, offset / lbs, (offset + length) / lbs);
+  if (pages.whole_pages_only()) {
+    block_locks::whole_guard g(locks_, first, end);
+    err = pages.commit(dev_, rq_flags, why);
+  } else {  // its partial pages may wait for a grace period: not in a read-side section
+    block_locks::guard g(locks_, first, end);
     err = pages.commit(dev_, rq_flags, why);
   }
   pages.retire_replaced();

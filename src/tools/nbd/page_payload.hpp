@@ -47,9 +47,15 @@ class page_payload {
   // Writes the payload (all of it received) to the device: the partial page
   // at the start, the whole pages handed over, the partial page at the end.
   // 0 or the device's -errno with *why. Holds nothing afterwards but the
-  // pages replaced, for retire_replaced(). Waits for no grace period, so
-  // that it may run in a read-side section (block_locks::whole_guard).
+  // pages replaced, for retire_replaced(). With whole pages only, it waits
+  // for no grace period, so that it may run in a read-side section
+  // (block_locks::whole_guard); a partial page is written by the device,
+  // which may free one it unmaps (free_page_rcu, which waits for a grace
+  // period when it has no memory).
   int commit(blkdev& dev, unsigned rq_flags, const char** why);
+  // No partial page at either end (prepare()'s offset and length are
+  // multiples of PAGE_SIZE).
+  bool whole_pages_only() const { return !head_ && !tail_; }
   // The pages the last commit() replaced, to the recycler, else freed after
   // a grace period: outside any read-side section (free_page_rcu may wait
   // for one when it has no memory).
