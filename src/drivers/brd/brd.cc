@@ -234,6 +234,14 @@ int replace(brd* brd, pgoff_t index, page** pages, unsigned nr, const char** why
       return -ENOSPC;
     }
   }
+  // A page the device no longer holds: to `replaced`, else freed once no
+  // reader can hold it (nullptr: nothing).
+  auto retire = [&](unsigned i, page* old) {
+    if (replaced)
+      replaced[i] = old;
+    else
+      free_page_rcu(old);
+  };
   int err = 0;
   uint64_t added = 0;
   for (unsigned i = 0; i < nr; i++) {
@@ -243,10 +251,8 @@ int replace(brd* brd, pgoff_t index, page** pages, unsigned nr, const char** why
       continue;
     }
     if (is_zero(i)) {
-      if (dz == detect_zeroes::unmap && replaced)
-        replaced[i] = erase_page_at(brd, idx);
-      else if (dz == detect_zeroes::unmap)
-        free_page_at(brd, idx);
+      if (dz == detect_zeroes::unmap)
+        retire(i, erase_page_at(brd, idx));
       if (dz == detect_zeroes::unmap || !xa_load(&brd->brd_pages, idx)) {
         free_page(pages[i]);  // nothing to store: a hole reads as zeros
         continue;
@@ -258,10 +264,8 @@ int replace(brd* brd, pgoff_t index, page** pages, unsigned nr, const char** why
       err = xa_err(old);
       continue;
     }
-    if (old && replaced)
-      replaced[i] = static_cast<page*>(old);
-    else if (old)
-      free_page_rcu(static_cast<page*>(old));
+    if (old)
+      retire(i, static_cast<page*>(old));
     else
       added++;
   }
