@@ -2,7 +2,7 @@
 // header (magic, the block's offset, a sequence number, the length and the
 // standard CRC-32C of the rest) at the start of each block, the rest a
 // pattern drawn from the offset and the sequence number. A block read back
-// is checked against its own header; --debug_corrupt flips one byte on the
+// is checked against its own header; --debug-corrupt flips one byte on the
 // device behind the headers' back, so that a test can see a check fail.
 #pragma once
 
@@ -34,7 +34,7 @@ void fill_block(char* buf, uint64_t bs, uint64_t offset, uint64_t seq);
 const char* check_block(const char* buf, uint64_t bs, uint64_t offset, uint32_t* header_crc, uint32_t* data_crc);
 
 // Flips one byte on the device at `offset`, through a sector read and
-// written back (--debug_corrupt).
+// written back (--debug-corrupt).
 void corrupt(blkdev& dev, uint64_t offset);
 
 }  // namespace iov::fio
