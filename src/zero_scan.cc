@@ -370,7 +370,7 @@ struct kernels {
 //   blocks loop ran at 0.80 / 0.87 at the AVX-512 level and 0.82 / 0.87 at
 //   the AVX2 level, this loop at 0.47 / 0.72 and 0.66 / 0.79 (seven runs,
 //   interleaved); 64-byte blocks from the page's start 0.60-0.67 / 0.77-0.79
-//   (docs/operations.md, the Xeon's table of 2026-12-07).
+//   (docs/operations.md, the table of the Xeon 6/207 of 2026-12-07).
 // memchr_inv keeps its loop at every level: in the blocks loop's shape it ran
 // slower on the Xeon (iov_iter_skip_zeroes over bvec pages tiled, AVX-512
 // 0.68 against 0.45, AVX2 0.67 against 0.65).
