@@ -116,29 +116,43 @@ int read_result(blk_request& rq, bool ok) {
   return ok ? 0 : blk_fail(rq, -EFAULT, "brd: the iterator ended before its count");
 }
 
-// Each piece in a read-side section of its own, as brd_rw_bvec.
+// The first piece of a byte range (empty when the range is).
+piece first_piece(uint64_t pos, uint64_t bytes) {
+  const size_t offset = static_cast<size_t>(pos & ~PAGE_MASK);
+  const size_t len = static_cast<size_t>(std::min<uint64_t>(bytes, PAGE_SIZE - offset));
+  return {static_cast<unsigned long>(pos >> PAGE_SHIFT), offset, len};
+}
+
+// Each piece in a read-side section of its own, as brd_rw_bvec. The first
+// outside the loop: most READs are within one page.
 template <class C>
 int read(brd* brd, blk_request& rq) {
   iov_iter* it = rq.iter;
-  bool ok = true;
-  for_each_piece(rq.sector << SECTOR_SHIFT, iov_iter_count(it), [&](const piece& p) {
+  const uint64_t pos = rq.sector << SECTOR_SHIFT, bytes = iov_iter_count(it);
+  auto read_one = [&](const piece& p) {
     rcu_read_guard rcu;
-    return ok = read_piece<C>(static_cast<page*>(iov::internal::xa_load_rcu(&brd->brd_pages, p.idx)), p, it);
-  });
+    return read_piece<C>(static_cast<page*>(iov::internal::xa_load_rcu(&brd->brd_pages, p.idx)), p, it);
+  };
+  const piece p = first_piece(pos, bytes);
+  bool ok = read_one(p);
+  if (ok && p.len < bytes)
+    for_each_piece(pos + p.len, bytes - p.len, [&](const piece& q) { return ok = read_one(q); });
   return read_result(rq, ok);
 }
 
 // Inside the caller's read-side section, which holds `first`, the first
-// piece's page (or nullptr), looked up in it.
+// piece's page (or nullptr), looked up in it. The first piece is copied
+// before any other is looked up: most READs are within one page.
 template <class C>
 int read_held(brd* brd, blk_request& rq, page* first) {
   iov_iter* it = rq.iter;
-  bool ok = true, at_first = true;
-  for_each_piece(rq.sector << SECTOR_SHIFT, iov_iter_count(it), [&](const piece& p) {
-    page* pg = at_first ? first : static_cast<page*>(iov::internal::xa_load_rcu(&brd->brd_pages, p.idx));
-    at_first = false;
-    return ok = read_piece<C>(pg, p, it);
-  });
+  const uint64_t pos = rq.sector << SECTOR_SHIFT, bytes = iov_iter_count(it);
+  const piece p = first_piece(pos, bytes);
+  bool ok = read_piece<C>(first, p, it);
+  if (ok && p.len < bytes)
+    for_each_piece(pos + p.len, bytes - p.len, [&](const piece& q) {
+      return ok = read_piece<C>(static_cast<page*>(iov::internal::xa_load_rcu(&brd->brd_pages, q.idx)), q, it);
+    });
   return read_result(rq, ok);
 }
 
@@ -322,6 +336,21 @@ void prefetch_head(const page* pg, bool write) {
   else
     prefetch_range(page_address(pg), kHeadBytes);
 }
+
+// The slot lines of a request's pages but the first `skip` lines (eight
+// slots a line, at most eight lines a request: a longer request's later
+// lookups overlap its own copies anyway). In a read-side section.
+void prefetch_slot_lines(const xarray* pages, const blk_request& rq, unsigned skip) {
+  constexpr unsigned long kSlotsPerLine = 64 / sizeof(void*);
+  unsigned lines = 0;
+  for_each_piece(rq.sector << SECTOR_SHIFT, iov_iter_count(rq.iter), [&](const piece& p) {
+    if (lines == 0 || p.idx % kSlotsPerLine == 0) {
+      if (lines >= skip) iov::internal::xa_prefetch_slot(pages, p.idx);
+      lines++;
+    }
+    return lines < 8;
+  });
+}
 }  // namespace
 }  // namespace drivers::internal
 
@@ -354,39 +383,27 @@ int brd_device::submit(blk_request& rq) {
   }
 }
 
-// Two passes over the window, neither waiting for what it asks for: the slot
-// lines of each READ's and WRITE's pages (eight slots a line, at most eight
-// lines a request: a longer request's later lookups overlap its own copies
-// anyway), then each WRITE's first stored page's head. A READ's first slot
-// and head are submit_reads' to ask for, as it looks its page up. By the
-// second pass the first slot has arrived and the rest are on their way, so
-// the window's misses overlap; then every copy starts from lines already in
-// flight. No head for nocache writes, whose streaming stores would only evict
-// it. A request beyond the end finds no leaf.
+// Two passes over the window's WRITEs, neither waiting for what it asks for:
+// the slot lines of each one's pages, then each one's first stored page's
+// head. By the second pass the first slot has arrived and the rest are on
+// their way, so the window's misses overlap; then every copy starts from
+// lines already in flight. No head for nocache writes, whose streaming stores
+// would only evict it. READs are submit_reads' to ask for, as it looks their
+// pages up: a window without a WRITE costs one test a request here. A request
+// beyond the end finds no leaf.
 void brd_device::prefetch_requests(std::span<const blk_request> rqs) {
-  constexpr unsigned long kSlotsPerLine = 64 / sizeof(void*);
+  auto is_write = [](const blk_request& rq) { return rq.op == REQ_OP_WRITE && rq.iter; };
+  const auto first = std::find_if(rqs.begin(), rqs.end(), is_write);
+  if (first == rqs.end()) return;
   xarray* pages = &brd_->brd_pages;
-  auto wanted = [](const blk_request& rq) { return (rq.op == REQ_OP_READ || rq.op == REQ_OP_WRITE) && rq.iter; };
   rcu_read_guard rcu;
-  for (const blk_request& rq : rqs) {
-    if (!wanted(rq)) continue;
-    const size_t in_page = (rq.sector << SECTOR_SHIFT) & ~PAGE_MASK;
-    if (rq.op == REQ_OP_READ && iov_iter_count(rq.iter) <= PAGE_SIZE - in_page) continue;  // one page: all submit_reads'
-    unsigned lines = 0;
-    drivers::internal::for_each_piece(rq.sector << SECTOR_SHIFT, iov_iter_count(rq.iter),
-                                      [&](const drivers::internal::piece& p) {
-                                        if (lines == 0 || p.idx % kSlotsPerLine == 0) {
-                                          if (lines || rq.op != REQ_OP_READ) internal::xa_prefetch_slot(pages, p.idx);
-                                          lines++;
-                                        }
-                                        return lines < 8;
-                                      });
-  }
+  for (auto rq = first; rq != rqs.end(); ++rq)
+    if (is_write(*rq)) drivers::internal::prefetch_slot_lines(pages, *rq, 0);
   if (get_copy_mode() == copy_mode::nocache) return;
-  for (const blk_request& rq : rqs) {
-    if (rq.op != REQ_OP_WRITE || !rq.iter) continue;
-    if (auto* pg = static_cast<page*>(internal::xa_load_rcu(pages, static_cast<unsigned long>(rq.sector >> PAGE_SECTORS_SHIFT))))
-      drivers::internal::prefetch_head(pg, true);
+  for (auto rq = first; rq != rqs.end(); ++rq) {
+    if (!is_write(*rq)) continue;
+    const auto idx = static_cast<unsigned long>(rq->sector >> PAGE_SECTORS_SHIFT);
+    if (auto* pg = static_cast<page*>(internal::xa_load_rcu(pages, idx))) drivers::internal::prefetch_head(pg, true);
   }
 }
 
@@ -404,9 +421,10 @@ void brd_device::prefetch_lookups(std::span<const sector_t> sectors) {
 
 // In submit_batch's read-side section, for a run of READs, three passes:
 // each READ checked as submit() checks it, the leaf holding its first page
-// found and the slot's line asked for; then each slot loaded from its leaf
-// and the page's head asked for; then the copies. One walk of the tree a
-// READ, and the window's misses on slots, then on heads, overlap. A leaf
+// found and the slot's line asked for (and, for a READ past its first page,
+// its later pages' slot lines); then each slot loaded from its leaf and the
+// page's head asked for; then the copies. One walk of the tree a READ within
+// one page, and the window's misses on slots, then on heads, overlap. A leaf
 // found stays valid memory in the section, and its slots change only while
 // it is in the tree (it leaves it empty): what the load reads is the page
 // of some moment since the walk. The section keeps every page found until
@@ -432,6 +450,8 @@ void brd_device::submit_reads(std::span<blk_request> rqs, int* results) {
       results[i + k] = 0;
       const auto idx = static_cast<unsigned long>(rq.sector >> PAGE_SECTORS_SHIFT);
       if ((leaf[k] = internal::xa_leaf(pages, idx))) __builtin_prefetch(&leaf[k]->slots[idx & XA_CHUNK_MASK]);
+      if (((rq.sector << SECTOR_SHIFT) & ~PAGE_MASK) + iov_iter_count(rq.iter) > PAGE_SIZE)
+        drivers::internal::prefetch_slot_lines(pages, rq, 1);
     }
     for (size_t k = 0; k < n; k++) {
       const auto idx = static_cast<unsigned long>(rqs[i + k].sector >> PAGE_SECTORS_SHIFT);
