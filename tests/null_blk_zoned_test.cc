@@ -94,7 +94,7 @@ NullBlkModel model_of(const iov::nullb_device& dev) {
                        .max_open = c.zone_max_open, .max_active = c.zone_max_active});
 }
 
-std::vector<unsigned char> bytes(size_t n, unsigned char b) { return std::vector<unsigned char>(n, b); }
+std::vector<unsigned char> filled_bytes(size_t n, unsigned char b) { return std::vector<unsigned char>(n, b); }
 
 // --- The state machine ----------------------------------------------------------
 
@@ -142,15 +142,15 @@ TEST(NullBlkZoned, TransitionsAndErrors) {
   EXPECT_EQ(mgmt(*dev, ZoneOp::close, z2), -EIO);
   EXPECT_EQ(write_fill(*dev, z2, 8, 0, nullptr, true), -EIO);  // append to a full zone
   // Below the finished zone's write pointer, what was never written reads as zeros.
-  std::vector<unsigned char> want = bytes(8 * 512, 0x21);
-  for (unsigned char b : bytes(8 * 512, 0x23)) want.push_back(b);
-  for (unsigned char b : bytes(16 * 512, 0)) want.push_back(b);
+  std::vector<unsigned char> want = filled_bytes(8 * 512, 0x21);
+  for (unsigned char b : filled_bytes(8 * 512, 0x23)) want.push_back(b);
+  for (unsigned char b : filled_bytes(16 * 512, 0)) want.push_back(b);
   EXPECT_EQ(read_range(*dev, z2, 32), want);
 
   EXPECT_EQ(mgmt(*dev, ZoneOp::reset, z2), 0);
   EXPECT_EQ(zone(*dev, 2).cond, iov::BLK_ZONE_COND_EMPTY);
   EXPECT_EQ(zone(*dev, 2).wp, z2);
-  EXPECT_EQ(read_range(*dev, z2, 16), bytes(16 * 512, 0xff));
+  EXPECT_EQ(read_range(*dev, z2, 16), filled_bytes(16 * 512, 0xff));
   EXPECT_EQ(mgmt(*dev, ZoneOp::reset, z2), 0);
   EXPECT_EQ(dev->nr_pages(), 0u);  // the reset discarded the zone's blocks
 
@@ -175,13 +175,13 @@ TEST(NullBlkZoned, AppendReturnsWhereTheDataWent) {
   EXPECT_EQ(where, 4 * Z + 16);
   EXPECT_EQ(zone(*dev, 4).wp, 4 * Z + 24);
   EXPECT_EQ(write_fill(*dev, 4 * Z + 8, 8, 0, nullptr, true), -EIO);  // not a zone's start
-  std::vector<unsigned char> want = bytes(16 * 512, 0x41);
-  for (unsigned char b : bytes(8 * 512, 0x42)) want.push_back(b);
-  for (unsigned char b : bytes(8 * 512, 0xff)) want.push_back(b);
+  std::vector<unsigned char> want = filled_bytes(16 * 512, 0x41);
+  for (unsigned char b : filled_bytes(8 * 512, 0x42)) want.push_back(b);
+  for (unsigned char b : filled_bytes(8 * 512, 0xff)) want.push_back(b);
   EXPECT_EQ(read_range(*dev, 4 * Z, 32), want);
   EXPECT_EQ(mgmt(*dev, ZoneOp::reset_all, 0), 0);
   EXPECT_EQ(zone(*dev, 4).cond, iov::BLK_ZONE_COND_EMPTY);
-  EXPECT_EQ(read_range(*dev, 4 * Z, 8), bytes(8 * 512, 0xff));
+  EXPECT_EQ(read_range(*dev, 4 * Z, 8), filled_bytes(8 * 512, 0xff));
 }
 
 TEST(NullBlkZoned, WritesAcrossZones) {
@@ -193,9 +193,9 @@ TEST(NullBlkZoned, WritesAcrossZones) {
   ASSERT_EQ(write_fill(*dev, 2 * Z, 8, 9), 0);
   // A read over conventional, written, unwritten and another zone's sectors.
   std::vector<unsigned char> got = read_range(*dev, 2 * Z - 16, 40);
-  std::vector<unsigned char> want = bytes(16 * 512, 0);  // the refused write left nothing
-  for (unsigned char b : bytes(8 * 512, 9)) want.push_back(b);
-  for (unsigned char b : bytes(16 * 512, 0xff)) want.push_back(b);
+  std::vector<unsigned char> want = filled_bytes(16 * 512, 0);  // the refused write left nothing
+  for (unsigned char b : filled_bytes(8 * 512, 9)) want.push_back(b);
+  for (unsigned char b : filled_bytes(16 * 512, 0xff)) want.push_back(b);
   EXPECT_EQ(got, want);
 }
 
@@ -209,13 +209,13 @@ TEST(NullBlkZoned, ZoneCapacityBelowZoneSize) {
   ASSERT_EQ(write_fill(*dev, 0, Z, 0x55), 0);
   EXPECT_EQ(zone(*dev, 0).cond, iov::BLK_ZONE_COND_FULL);
   EXPECT_EQ(zone(*dev, 0).wp, Z);
-  EXPECT_EQ(read_range(*dev, Z, 8), bytes(8 * 512, 0xff));  // past the capacity
+  EXPECT_EQ(read_range(*dev, Z, 8), filled_bytes(8 * 512, 0xff));  // past the capacity
   EXPECT_EQ(write_fill(*dev, Z, 8, 1), -EIO);
   ASSERT_EQ(write_fill(*dev, 2 * Z, Z - 8, 0x66), 0);
   EXPECT_EQ(write_fill(*dev, 3 * Z - 8, 16, 1), -EIO);
   EXPECT_EQ(mgmt(*dev, ZoneOp::finish, 2 * Z), 0);
   EXPECT_EQ(zone(*dev, 1).wp, 4 * Z);  // start + len, not start + capacity
-  EXPECT_EQ(read_range(*dev, 3 * Z - 8, 16), bytes(16 * 512, 0));
+  EXPECT_EQ(read_range(*dev, 3 * Z - 8, 16), filled_bytes(16 * 512, 0));
 }
 
 // --- Open and active limits (ZBC / ZNS resource management) ---------------------
