@@ -39,11 +39,16 @@ struct piece {
   size_t offset;
   size_t len;
 };
+// The first piece of a byte range (empty when the range is).
+piece first_piece(uint64_t pos, uint64_t bytes) {
+  const size_t offset = static_cast<size_t>(pos & ~PAGE_MASK);
+  const size_t len = static_cast<size_t>(std::min<uint64_t>(bytes, PAGE_SIZE - offset));
+  return {static_cast<unsigned long>(pos >> PAGE_SHIFT), offset, len};
+}
 template <class F>
 void for_each_piece(uint64_t pos, uint64_t bytes, F&& f) {
   while (bytes) {
-    piece p{static_cast<unsigned long>(pos >> PAGE_SHIFT), static_cast<size_t>(pos & ~PAGE_MASK), 0};
-    p.len = static_cast<size_t>(std::min<uint64_t>(bytes, PAGE_SIZE - p.offset));
+    const piece p = first_piece(pos, bytes);
     if (!f(p)) return;
     pos += p.len;
     bytes -= p.len;
@@ -116,27 +121,15 @@ int read_result(blk_request& rq, bool ok) {
   return ok ? 0 : blk_fail(rq, -EFAULT, "brd: the iterator ended before its count");
 }
 
-// The first piece of a byte range (empty when the range is).
-piece first_piece(uint64_t pos, uint64_t bytes) {
-  const size_t offset = static_cast<size_t>(pos & ~PAGE_MASK);
-  const size_t len = static_cast<size_t>(std::min<uint64_t>(bytes, PAGE_SIZE - offset));
-  return {static_cast<unsigned long>(pos >> PAGE_SHIFT), offset, len};
-}
-
-// Each piece in a read-side section of its own, as brd_rw_bvec. The first
-// outside the loop: most READs are within one page.
+// Each piece in a read-side section of its own, as brd_rw_bvec.
 template <class C>
 int read(brd* brd, blk_request& rq) {
   iov_iter* it = rq.iter;
-  const uint64_t pos = rq.sector << SECTOR_SHIFT, bytes = iov_iter_count(it);
-  auto read_one = [&](const piece& p) {
+  bool ok = true;
+  for_each_piece(rq.sector << SECTOR_SHIFT, iov_iter_count(it), [&](const piece& p) {
     rcu_read_guard rcu;
-    return read_piece<C>(static_cast<page*>(iov::internal::xa_load_rcu(&brd->brd_pages, p.idx)), p, it);
-  };
-  const piece p = first_piece(pos, bytes);
-  bool ok = read_one(p);
-  if (ok && p.len < bytes)
-    for_each_piece(pos + p.len, bytes - p.len, [&](const piece& q) { return ok = read_one(q); });
+    return ok = read_piece<C>(static_cast<page*>(iov::internal::xa_load_rcu(&brd->brd_pages, p.idx)), p, it);
+  });
   return read_result(rq, ok);
 }
 
@@ -450,7 +443,8 @@ void brd_device::submit_reads(std::span<blk_request> rqs, int* results) {
       results[i + k] = 0;
       const auto idx = static_cast<unsigned long>(rq.sector >> PAGE_SECTORS_SHIFT);
       if ((leaf[k] = internal::xa_leaf(pages, idx))) __builtin_prefetch(&leaf[k]->slots[idx & XA_CHUNK_MASK]);
-      if (((rq.sector << SECTOR_SHIFT) & ~PAGE_MASK) + iov_iter_count(rq.iter) > PAGE_SIZE)
+      if (const uint64_t bytes = iov_iter_count(rq.iter);
+          drivers::internal::first_piece(rq.sector << SECTOR_SHIFT, bytes).len < bytes)  // past its first page
         drivers::internal::prefetch_slot_lines(pages, rq, 1);
     }
     for (size_t k = 0; k < n; k++) {
