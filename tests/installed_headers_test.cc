@@ -61,11 +61,16 @@ class InstalledTree : public ::testing::Test {
   static inline int install_status = -1;
 };
 
-// The strict consumer's flags over the installed tree.
-std::string strict_flags() {
-  return "-std=c++20 -fsyntax-only -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Werror -I" +
-         (prefix / "include").string() + " " IOV_TEST_EXTRA_INCLUDES;
+// A strict consumer's compile (C++20, syntax only, every warning an error)
+// with these include options.
+std::string strict_flags(const std::string& includes) {
+  std::string flags = "-std=c++20 -fsyntax-only -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Werror ";
+  flags += includes;
+  return flags;
 }
+
+// The strict consumer's flags over the installed tree.
+std::string strict_flags() { return strict_flags("-I" + (prefix / "include").string() + " " IOV_TEST_EXTRA_INCLUDES); }
 
 class InstalledHeaders : public InstalledTree, public ::testing::WithParamInterface<std::string> {};
 
@@ -107,8 +112,7 @@ TEST_F(InstalledHeadersTogether, WithClang14StrictWarnings) {
 TEST_F(InstalledTree, TheCheckedModeHeaderSaysOne) {
   ASSERT_EQ(install_status, 0) << "cmake --install " << IOV_TEST_BINARY_DIR << " failed";
   const fs::path include = prefix / "include";
-  const std::string flags = "-std=c++20 -fsyntax-only -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Werror -I" +
-                            (include / "iov-checked").string() + " -I" + include.string();
+  const std::string flags = strict_flags("-I" + (include / "iov-checked").string() + " -I" + include.string());
   iov::test::compile_result r = iov::test::run_compiler(
       IOV_TEST_CXX, flags, "#include <iov/config.hpp>\nstatic_assert(IOV_CHECKS == 1);\nint main() {}\n");
   EXPECT_EQ(r.status, 0) << r.output;
