@@ -17,17 +17,22 @@ namespace iov::nbd {
 
 namespace {
 constexpr uint64_t kProgressBytes = 64 * 1024;  // moved in a message, they count as progress
-constexpr size_t kPrefetchBytes = 256 * 1024;   // under L2: a batch's lines all fit
+constexpr size_t kPrefetchBytes = 256 * 1024;   // under L2: a batch's heads all stay
+constexpr size_t kPrefetchHead = 1024;          // of each piece, as brd's batched READs
 
 // The kernel copies a batch's bytes into the socket a line after another, so
 // a READ's page that is not in the cache costs a miss at each step. Asking
-// for every line first lets the misses of all the batch's pages overlap.
-// Above kPrefetchBytes the early lines would be evicted before the copy.
-void prefetch_lines(const ::iovec* vec, unsigned n, size_t bytes) {
+// for the first kilobyte of every piece first lets the pages' first misses
+// overlap, and the hardware prefetcher follows each page on from there.
+// Asking for every line instead stalled the server on the CPU's line-fill
+// buffers, in its own time, for the misses the copy would have overlapped
+// (docs/nbd.md). Above kPrefetchBytes the early lines would be evicted
+// before the copy.
+void prefetch_heads(const ::iovec* vec, unsigned n, size_t bytes) {
   if (bytes > kPrefetchBytes)
     return;
   for (unsigned k = 0; k < n; k++)
-    prefetch_range(vec[k].iov_base, vec[k].iov_len);
+    prefetch_range(vec[k].iov_base, std::min(vec[k].iov_len, kPrefetchHead));
 }
 
 // GnuTLS holding part of a record reports an end of stream as `again`, and
@@ -131,7 +136,7 @@ uint64_t transport::max_send() const { return tls_ ? per_call(tls_session::kMaxR
 io transport::send(::iovec* vec, unsigned n, size_t bytes, size_t* taken) {
   *taken = 0;
   if (!tls_) {
-    prefetch_lines(vec, n, bytes);
+    prefetch_heads(vec, n, bytes);
     const ssize_t sent = send_vecs(fd_, vec, n, per_call(bytes));
     if (sent == -EAGAIN)
       return io::again;
