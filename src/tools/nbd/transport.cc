@@ -24,10 +24,9 @@ constexpr size_t kPrefetchHead = 1024;          // of each piece, as brd's batch
 // a READ's page that is not in the cache costs a miss at each step. Asking
 // for the first kilobyte of every piece first lets the pages' first misses
 // overlap, and the hardware prefetcher follows each page on from there.
-// Asking for every line instead stalled the server on the CPU's line-fill
-// buffers, in its own time, for the misses the copy would have overlapped
-// (docs/nbd.md). Above kPrefetchBytes the early lines would be evicted
-// before the copy.
+// Asking for every line instead kept the server waiting on the CPU's
+// line-fill buffers before the copy had begun (docs/nbd.md). Above
+// kPrefetchBytes the early heads would be evicted before the copy.
 void prefetch_heads(const ::iovec* vec, unsigned n, size_t bytes) {
   if (bytes > kPrefetchBytes)
     return;
