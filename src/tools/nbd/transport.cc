@@ -16,22 +16,26 @@
 namespace iov::nbd {
 
 namespace {
-constexpr uint64_t kProgressBytes = 64 * 1024;  // moved in a message, they count as progress
-constexpr size_t kPrefetchBytes = 256 * 1024;   // under L2: a batch's heads all stay
-constexpr size_t kPrefetchHead = 1024;          // of each piece, as brd's batched READs
+constexpr uint64_t kProgressBytes = 64 * 1024;     // moved in a message, they count as progress
+constexpr size_t kPrefetchBytes = 256 * 1024;      // under L2: a batch's lines all fit
+constexpr size_t kWholePagesFrom = 3 * PAGE_SIZE;  // a batch with misses to overlap
+constexpr size_t kPrefetchHead = 1024;             // of each piece of a smaller batch
 
 // The kernel copies a batch's bytes into the socket a line after another, so
-// a READ's page that is not in the cache costs a miss at each step. Asking
-// for the first kilobyte of every piece first lets the pages' first misses
-// overlap, and the hardware prefetcher follows each page on from there.
-// Asking for every line instead kept the server waiting on the CPU's
-// line-fill buffers before the copy had begun (docs/nbd.md). Above
-// kPrefetchBytes the early heads would be evicted before the copy.
-void prefetch_heads(const ::iovec* vec, unsigned n, size_t bytes) {
+// a READ's page that is not in the cache costs a miss at each step. A batch
+// of several pages has every line asked for first, so that the misses of all
+// its pages overlap. A batch of a page or two has only the first kilobyte of
+// each piece asked for, which the hardware prefetcher follows on: its misses
+// have nothing to overlap with but the system call, and waiting for every
+// line on the CPU's line-fill buffers only moved the wait into the server's
+// own time (docs/nbd.md). Above kPrefetchBytes the early lines would be
+// evicted before the copy.
+void prefetch_reply(const ::iovec* vec, unsigned n, size_t bytes) {
   if (bytes > kPrefetchBytes)
     return;
+  const size_t per_piece = bytes < kWholePagesFrom ? kPrefetchHead : SIZE_MAX;
   for (unsigned k = 0; k < n; k++)
-    prefetch_range(vec[k].iov_base, std::min(vec[k].iov_len, kPrefetchHead));
+    prefetch_range(vec[k].iov_base, std::min(vec[k].iov_len, per_piece));
 }
 
 // GnuTLS holding part of a record reports an end of stream as `again`, and
@@ -135,7 +139,7 @@ uint64_t transport::max_send() const { return tls_ ? per_call(tls_session::kMaxR
 io transport::send(::iovec* vec, unsigned n, size_t bytes, size_t* taken) {
   *taken = 0;
   if (!tls_) {
-    prefetch_heads(vec, n, bytes);
+    prefetch_reply(vec, n, bytes);
     const ssize_t sent = send_vecs(fd_, vec, n, per_call(bytes));
     if (sent == -EAGAIN)
       return io::again;
