@@ -134,11 +134,6 @@ class tls_servers {
   std::vector<std::pair<std::string, std::unique_ptr<local_server>>> servers_;
 };
 
-tls_servers& servers() {
-  static tls_servers* s = new tls_servers;  // lives to the program's end, as the servers' threads do
-  return *s;
-}
-
 std::string case_name(const testing::TestParamInfo<matrix_case>& i) {
   const headers h = std::get<2>(i.param);
   const transport t = std::get<1>(i.param);
@@ -181,7 +176,22 @@ bool runs_largest(const driver_config& d, transport t, headers h) {
   return static_cast<size_t>(t) == i % 4 && static_cast<size_t>(h) == i % 3;
 }
 
-class NbdMatrix : public testing::TestWithParam<matrix_case> {};
+// The servers are shared by the suite's cases and shut down after its last
+// one, so that the directories of their sockets and credentials go with them.
+class NbdMatrix : public testing::TestWithParam<matrix_case> {
+ public:
+  static void TearDownTestSuite() { servers_.reset(); }
+
+ protected:
+  static tls_servers& servers() {
+    if (!servers_)
+      servers_ = std::make_unique<tls_servers>();
+    return *servers_;
+  }
+
+ private:
+  static inline std::unique_ptr<tls_servers> servers_;
+};
 
 // Each length WRITTEN at an offset of its own, then READ back whole, and
 // each READ's bytes compared with the WRITE's (zeros where nothing is
