@@ -26,7 +26,7 @@ inline constexpr size_t L1_CACHE_BYTES = 64;
 // The kernel's generic stride is 4 * L1_CACHE_BYTES, leaving three lines of
 // four to the hardware prefetcher; here every line is asked for, as the
 // callers' own loops did (brd's and the memcpy limit's 1 KiB head of a page,
-// an NBD reply's pages). The kernel's stride, tried on brd's batched reads
+// an NBD reply's pages or their heads). The kernel's stride, tried on brd's batched reads
 // and the limit's, changed neither beyond the spread (docs/brd-limit.md).
 inline constexpr size_t PREFETCH_STRIDE = L1_CACHE_BYTES;
 
