@@ -20,8 +20,13 @@ using iov::test::compile_result;
 
 // The compiler, in `standard`, on a program that includes <header> and does nothing.
 compile_result compile(const char* standard, const std::string& header) {
-  return iov::test::compile_tree(std::string("-std=") + standard + " -fsyntax-only",
-                                 "#include <" + header + ">\nint main() { return 0; }\n");
+  std::string flags = "-std=";
+  flags += standard;
+  flags += " -fsyntax-only";
+  std::string program = "#include <";
+  program += header;
+  program += ">\nint main() { return 0; }\n";
+  return iov::test::compile_tree(flags, program);
 }
 
 std::vector<std::string> public_headers() {
