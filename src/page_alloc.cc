@@ -331,7 +331,7 @@ page* alloc_order0(gfp_t gfp) {
     return nullptr;
   frame_meta* m = tc.frames[tc.n - 1];
   tc.set_n(tc.n - 1);
-  return hand_out(m, 0, gfp, m->flags & F_ZEROED);
+  return hand_out(m, page_of(m), 0, gfp, m->flags & F_ZEROED);
 }
 
 void free_order0(frame_meta* m) {
@@ -389,7 +389,7 @@ page* alloc_pages(gfp_t gfp, unsigned order) noexcept {
   if (!m)
     return nullptr;
   a.lock.unlock();
-  return hand_out(m, order, gfp, zeroed);
+  return hand_out(m, page_of(m), order, gfp, zeroed);
 }
 
 // The statistics and the releases cover both pools.

@@ -52,7 +52,7 @@ page* alloc_direct(gfp_t gfp, unsigned order) {
     return nullptr;
   }
   d->head.flags.store(F_DIRECT, std::memory_order_relaxed);
-  return hand_out(&d->head, order, gfp, true);
+  return hand_out(&d->head, reinterpret_cast<page*>(d->base), order, gfp, true);
 }
 
 void free_direct(frame_meta* head) {
