@@ -543,9 +543,10 @@ TEST(FioProgram, ALongPrefillShowsItsProgressWhenAsked) {
       ASSERT_TRUE(child.started());
       bool seen = child.wait_for_output(shown, asked ? 30000 : 3000);
       EXPECT_EQ(seen, asked) << child.output();
-      if (seen)
+      if (seen) {
         EXPECT_THAT(child.output(), testing::ContainsRegex(
             "Jobs: 1 \\(f=1\\): \\[I\\(1\\)\\]\\[[0-9.]+%\\]\\[w=[^]]+\\]\\[w=[^]]+ IOPS\\]\\[eta [0-9dhms:]+\\]"));
+      }
     }
   }
   iov_test::child_options o(endless);

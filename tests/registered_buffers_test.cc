@@ -147,7 +147,6 @@ TEST(RegisteredBuffers, EachBadRequestIsAClearError) {
   Arena a(8192, 0);
   iov::buffer_table table(2);
   ::iovec v[] = {{a.base, a.size}, {nullptr, 0}};
-  iov::buffer_registration_options ro;
   ASSERT_TRUE(table.register_buffers(v).ok());
   iov::iov_iter it, untouched;
   std::memset(&it, 0xA5, sizeof it);
