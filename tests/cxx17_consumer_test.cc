@@ -23,10 +23,7 @@ compile_result compile(const char* standard, const std::string& header) {
   std::string flags = "-std=";
   flags += standard;
   flags += " -fsyntax-only";
-  std::string program = "#include <";
-  program += header;
-  program += ">\nint main() { return 0; }\n";
-  return iov::test::compile_tree(flags, program);
+  return iov::test::compile_tree(flags, iov::test::include_program(header));
 }
 
 std::vector<std::string> public_headers() {

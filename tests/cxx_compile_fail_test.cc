@@ -76,8 +76,8 @@ TEST(CxxCompileFail, PageOwnersAreNotCopied) {
 TEST(CxxCompileFail, TheUmbrellaHeaderOverTheHeaderOnlyTargetNamesIovIov) {
   for (const char* header : {"iov/iov.hpp", "iov/crc32c.hpp", "iov/zero_scan.hpp", "iov/cxx/iter.hpp"}) {
     SCOPED_TRACE(header);
-    compile_result r = iov::test::compile_tree("-std=c++20 -fsyntax-only -DIOV_HEADER_ONLY=1",
-                                               std::string("#include <") + header + ">\nint main() {}\n");
+    compile_result r =
+        iov::test::compile_tree("-std=c++20 -fsyntax-only -DIOV_HEADER_ONLY=1", iov::test::include_program(header));
     EXPECT_NE(r.status, 0) << "compiled";
     EXPECT_NE(r.output.find("link iov::iov"), std::string::npos) << r.output;
     size_t errors = 0;

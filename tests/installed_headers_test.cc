@@ -79,7 +79,7 @@ TEST_P(InstalledHeaders, CompilesAloneWithStrictWarnings) {
   ASSERT_EQ(install_status, 0) << "cmake --install " << IOV_TEST_BINARY_DIR << " failed";
   ASSERT_TRUE(fs::exists(prefix / "include" / header)) << header << " is not installed";
   iov::test::compile_result r =
-      iov::test::run_compiler(IOV_TEST_CXX, strict_flags(), "#include <" + header + ">\nint main() { return 0; }\n");
+      iov::test::run_compiler(IOV_TEST_CXX, strict_flags(), iov::test::include_program(header));
   EXPECT_EQ(r.status, 0) << r.output;
 }
 

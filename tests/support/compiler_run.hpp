@@ -23,10 +23,18 @@ struct compile_result {
 // Runs `cxx flags <file>` on a temporary file that holds program.
 compile_result run_compiler(const std::string& cxx, const std::string& flags, const std::string& program);
 
+// A program that includes <header> and does nothing. Built by append, as the
+// strings below: GCC 12 takes chains of std::string operator+ for overflows
+// (a false -Warray-bounds in libstdc++'s char_traits).
+inline std::string include_program(const std::string& header) {
+  std::string program = "#include <";
+  program += header;
+  program += ">\nint main() { return 0; }\n";
+  return program;
+}
+
 #ifdef IOV_TEST_CXX
 // This tree's include path, as -I (ours) and -isystem (the dependencies').
-// Built by append: GCC 12 takes chains of std::string operator+ for
-// overflows (a false -Warray-bounds in libstdc++'s char_traits).
 inline std::string tree_include_flags() {
   std::string flags = " -I";
   flags += IOV_TEST_INCLUDE;
