@@ -33,7 +33,7 @@ int tile_fd(const char* name, size_t bytes) {
   return fd;
 }
 
-// 256 MiB of address space mapped again and again onto the `tile` bytes of fd
+// `size` bytes of address space mapped again and again onto the `tile` bytes of fd
 // at `offset`, populated up front so no sample takes page faults.
 char* map_tiled(size_t size, int fd, size_t offset, size_t tile) {
   void* base = mmap(nullptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -79,24 +79,25 @@ size_t pattern_bytes(memory_kind kind) {
 bench_memory* create_memory(memory_kind kind) {
   auto* m = new bench_memory{};  // kept until exit, as the kernel's kunit resources are per test
   m->kind = kind;
-  m->size = BENCH_SIZE;
+  m->size = kind == memory_kind::l1 ? L1_SPAN : BENCH_SIZE;
+  m->passes = BENCH_SIZE / m->size;
   if (kind != memory_kind::streaming) {
     // tiled: one tile each; l1: the two halves of one tile.
     size_t tile = pattern_bytes(kind);
     int fd = tile_fd("iov-bench-buffer", kind == memory_kind::l1 ? L1_TILE : tile);
-    m->buffer = map_tiled(BENCH_SIZE, fd, 0, tile);
+    m->buffer = map_tiled(m->size, fd, 0, tile);
     if (kind == memory_kind::l1) {
-      m->scratch = map_tiled(BENCH_SIZE, fd, tile, tile);
+      m->scratch = map_tiled(m->size, fd, tile, tile);
     } else {
       close(fd);
       fd = tile_fd("iov-bench-scratch", tile);
-      m->scratch = map_tiled(BENCH_SIZE, fd, 0, tile);
+      m->scratch = map_tiled(m->size, fd, 0, tile);
     }
     close(fd);
     fill_pattern(m->buffer, tile);
     // MAP_POPULATE maps shared pages read-only; take each write fault now
     // rather than in the first sample.
-    for (size_t off = 0; off < BENCH_SIZE; off += PAGE_SIZE) {
+    for (size_t off = 0; off < m->size; off += PAGE_SIZE) {
       static_cast<volatile char*>(m->buffer)[off] = m->buffer[off];
       static_cast<volatile char*>(m->scratch)[off] = m->scratch[off];
     }
@@ -127,7 +128,8 @@ void restore_pattern(bench_memory& m) {
 
 void describe_pages(bench_memory* m) {
   static_assert(BENCH_QUEUE_SLOTS == FOLIO_BATCH_SIZE, "a folio_queue segment's slots");
-  for (size_t i = 0; i < BENCH_PAGES; i++) {
+  const size_t nr_pages = m->size / PAGE_SIZE;
+  for (size_t i = 0; i < nr_pages; i++) {
     char* pg = m->buffer + i * PAGE_SIZE;
     m->iovecs.add_vec(pg, PAGE_SIZE);
     m->bvecs.add_bvec(virt_to_page(pg), PAGE_SIZE, 0);
@@ -136,23 +138,23 @@ void describe_pages(bench_memory* m) {
     m->pages.store_page(i, virt_to_page(pg));
   }
   // The queue segments point into the builder's bvecs rather than holding their own.
-  m->bvecqs.queue_bvecs(std::vector<unsigned>((BENCH_PAGES + BENCH_QUEUE_SLOTS - 1) / BENCH_QUEUE_SLOTS,
+  m->bvecqs.queue_bvecs(std::vector<unsigned>((nr_pages + BENCH_QUEUE_SLOTS - 1) / BENCH_QUEUE_SLOTS,
                                               BENCH_QUEUE_SLOTS),
                         0, true);
   // iov_kunit_benchmark_kvec: equal parts, the remainder in the last one.
-  size_t part = BENCH_SIZE / BENCH_KVECS;
+  size_t part = m->size / BENCH_KVECS;
   for (size_t i = 0; i < BENCH_KVECS; i++)
-    m->kvecs.add_vec(m->buffer + i * part, part + (i == BENCH_KVECS - 1 ? BENCH_SIZE - part * BENCH_KVECS : 0));
+    m->kvecs.add_vec(m->buffer + i * part, part + (i == BENCH_KVECS - 1 ? m->size - part * BENCH_KVECS : 0));
 }
 
-void arm_copy_probes(const char* from, char* to) {
-  for (size_t off : probe_offsets)
+void arm_copy_probes(const char* from, char* to, size_t size) {
+  for (size_t off : probe_offsets(size))
     for (size_t k = 0; k < PAGE_SIZE; k++)
       to[off + k] = static_cast<char>(~from[off + k]);
 }
 
-bool copy_probes_hold(const char* from, const char* to) {
-  for (size_t off : probe_offsets)
+bool copy_probes_hold(const char* from, const char* to, size_t size) {
+  for (size_t off : probe_offsets(size))
     if (std::memcmp(from + off, to + off, PAGE_SIZE) != 0)
       return false;
   return true;
@@ -203,22 +205,21 @@ const char* case_name(bench_case c) {
   return "?";
 }
 
-const std::vector<std::pair<size_t, size_t>>& case_pieces(bench_case c) {
-  static const auto pages = [] {
-    std::vector<std::pair<size_t, size_t>> v;
-    for (size_t off = 0; off < BENCH_SIZE; off += PAGE_SIZE)
-      v.emplace_back(off, PAGE_SIZE);
-    return v;
-  }();
-  static const auto kvecs = [] {
-    std::vector<std::pair<size_t, size_t>> v;
-    size_t part = BENCH_SIZE / BENCH_KVECS;
+const std::vector<std::pair<size_t, size_t>>& case_pieces(bench_case c, size_t size) {
+  using pieces = std::vector<std::pair<size_t, size_t>>;
+  static std::map<std::pair<bool, size_t>, pieces> made;  // (kvec?, size): built once each
+  bool kvec = c == bench_case::kvec;
+  auto [it, fresh] = made.try_emplace({kvec, size});
+  if (fresh && kvec) {
+    size_t part = size / BENCH_KVECS;
     for (size_t i = 0; i < BENCH_KVECS; i++)
-      v.emplace_back(i * part, part);
-    v.back().second += BENCH_SIZE - part * BENCH_KVECS;
-    return v;
-  }();
-  return c == bench_case::kvec ? kvecs : pages;
+      it->second.emplace_back(i * part, part);
+    it->second.back().second += size - part * BENCH_KVECS;
+  } else if (fresh) {
+    for (size_t off = 0; off < size; off += PAGE_SIZE)
+      it->second.emplace_back(off, PAGE_SIZE);
+  }
+  return it->second;
 }
 
 benchmark::internal::Benchmark* register_sampled(const std::string& name,

@@ -20,13 +20,14 @@
 // iteration, not DRAM. `streaming` is 256 MiB of distinct memory, the same
 // walk paced by memory bandwidth; its cases carry the suffix `_streaming`.
 // `l1` is tiled memory whose source and destination share one 32 KiB tile, so
-// both stay in L1 and a copy's fixed cost per piece shows; its cases carry the
-// suffix `_l1`.
+// both stay in L1 and a copy's fixed cost per piece shows; it spans L1_SPAN,
+// walked BENCH_SIZE / L1_SPAN times a sample; its cases carry the suffix `_l1`.
 #pragma once
 
 #include <sys/uio.h>
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdlib>
 #include <functional>
@@ -57,6 +58,12 @@ const char* memory_suffix(memory_kind kind);
 // scratch its second (16 KiB each, 32 KiB together: in the L1 of every CPU
 // measured, 32 KiB on Zen 3 and 4, 48 KiB on the Xeons and Zen 5).
 inline constexpr size_t L1_TILE = 32 * 1024;
+// The L1 kind's address space: 8 MiB, each 4 KiB frame of a half mapped 512
+// times, as the tiled kind's frames are. Mapped through 256 MiB (8192 times),
+// a frame made every access a hypervisor exit on a machine with shadow paging
+// (AMD EPYC Zen 5 under PVM, 2026-12-07: 600 ns a page at 1024 mappings a
+// frame and more, 2 ns at 768 and fewer), memcpy baseline included.
+inline constexpr size_t L1_SPAN = 8u << 20;
 
 // Whether a registered case runs over the L1 kind: the report and the JSON
 // read a trailing _l1 as the memory only for these (the zero scan's
@@ -77,7 +84,8 @@ size_t tile_size();
 // describe and `scratch` the flat memory on the other side of a copy.
 struct bench_memory {
   memory_kind kind;
-  size_t size;      // BENCH_SIZE
+  size_t size;      // what the iterators describe: BENCH_SIZE, L1_SPAN for the l1 kind
+  size_t passes;    // walks over size a sample makes: BENCH_SIZE / size
   char* buffer;     // filled with a byte pattern when created
   char* scratch;
   // The segments of the cases over buffer (iov_test::iter_builder, shared
@@ -103,12 +111,14 @@ void describe_pages(bench_memory* m);
 // Reports what failed (with errno) and exits: the suite cannot run without it.
 [[noreturn]] void die(const char* what);
 
-// A few pages spread over the 256 MiB whose contents are checked after a timed
-// copy: arm_copy_probes() writes the complement of `from` into `to` there, so
-// a copy that did not reach them shows in copy_probes_hold().
-inline constexpr size_t probe_offsets[] = {0, BENCH_SIZE / 2 + 3 * PAGE_SIZE, BENCH_SIZE - PAGE_SIZE};
-void arm_copy_probes(const char* from, char* to);
-bool copy_probes_hold(const char* from, const char* to);
+// A few pages spread over a buffer of `size` bytes whose contents are checked
+// after a timed copy: arm_copy_probes() writes the complement of `from` into
+// `to` there, so a copy that did not reach them shows in copy_probes_hold().
+inline std::array<size_t, 3> probe_offsets(size_t size) {
+  return {0, size / 2 + 3 * PAGE_SIZE, size - PAGE_SIZE};
+}
+void arm_copy_probes(const char* from, char* to, size_t size);
+bool copy_probes_hold(const char* from, const char* to, size_t size);
 
 // The kernel's benchmark cases; each walks the same 256 MiB of buffer.
 // bvecq and folioq are ours (the kernel's benchmarks predate them).
@@ -121,9 +131,10 @@ const char* case_name(bench_case c);  // "ubuf", ..., "xarray_to_bvec"
 
 // for_each_iter<C>(m, direction, op): builds the iterators of case C over
 // m.buffer, in order, and calls op(iov_iter* it, size_t offset) for each,
-// where offset is the iterator's first byte within the 256 MiB (the matching
+// where offset is the iterator's first byte within m.size (the matching
 // place in m.scratch). op returns the bytes it processed; a short op ends the
-// walk. Returns the total. The shapes are the kernel's:
+// walk. Returns the total. The shapes are the kernel's (over 256 MiB; the l1
+// kind's 8 MiB has 2048 pages, and its kvec eight segments of 1 MiB):
 //   ubuf            65536 separate one-page ITER_UBUF iterators
 //   iovec           one ITER_IOVEC of 65536 one-page segments
 //   kvec            one ITER_KVEC of 8 segments of 32 MiB
@@ -144,10 +155,10 @@ size_t for_each_iter(bench_memory& m, unsigned direction, Op&& op);
 template <class Op>
 size_t for_each_iter(bench_case c, bench_memory& m, unsigned direction, Op&& op);
 
-// The contiguous pieces a case's step receives, as (offset, length) in the
-// 256 MiB: one page each, except kvec's eight 32 MiB segments. The baselines
-// memcpy/memset exactly these.
-const std::vector<std::pair<size_t, size_t>>& case_pieces(bench_case c);
+// The contiguous pieces a case's step receives, as (offset, length) in a
+// buffer of `size` bytes (BENCH_SIZE or L1_SPAN): one page each, except kvec's
+// eight equal segments. The baselines memcpy/memset exactly these.
+const std::vector<std::pair<size_t, size_t>>& case_pieces(bench_case c, size_t size);
 
 // Registers a benchmark with the kernel's sampling: 16 repetitions of one
 // iteration each (KTAP prints avg/stddev of samples 2..16), wall-clock time.

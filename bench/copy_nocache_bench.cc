@@ -26,7 +26,7 @@ enum class form { inlined, outofline };
 template <bench_case C, form F>
 void bm_copy_nocache(benchmark::State& state, memory_kind kind) {
   bench_memory& m = get_memory(kind);
-  arm_copy_probes(m.buffer, m.scratch);
+  arm_copy_probes(m.buffer, m.scratch, m.size);
   size_t done = 0;
   for (auto _ : state) {
     done = for_each_iter<C>(m, ITER_SOURCE, [&m](iov_iter* it, size_t off) {
@@ -36,7 +36,7 @@ void bm_copy_nocache(benchmark::State& state, memory_kind kind) {
     });
     benchmark::ClobberMemory();
   }
-  if (!copy_probes_hold(m.buffer, m.scratch))
+  if (!copy_probes_hold(m.buffer, m.scratch, m.size))
     state.SkipWithError("data check failed: the copy did not reach scratch");
   else
     expect_bytes(state, done, m.size);

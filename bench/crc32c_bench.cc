@@ -68,7 +68,7 @@ void bm_crc(benchmark::State& state, memory_kind kind) {
 template <bench_case C, form F>
 void bm_crc_copy(benchmark::State& state, memory_kind kind) {
   bench_memory& m = get_memory(kind);
-  arm_copy_probes(m.buffer, m.scratch);
+  arm_copy_probes(m.buffer, m.scratch, m.size);
   uint32_t crc = 0;
   size_t done = 0;
   for (auto _ : state) {
@@ -79,7 +79,7 @@ void bm_crc_copy(benchmark::State& state, memory_kind kind) {
     });
     benchmark::ClobberMemory();
   }
-  if (!copy_probes_hold(m.buffer, m.scratch))
+  if (!copy_probes_hold(m.buffer, m.scratch, m.size))
     state.SkipWithError("data check failed: the copy did not reach scratch");
   else
     check_crc(state, m, crc, done);
@@ -119,7 +119,7 @@ void bm_copy_to_bvec(benchmark::State& state, memory_kind kind) {
 // ISA-L on exactly the pieces the case's step receives.
 void bm_isal_pieces(benchmark::State& state, bench_case c, memory_kind kind) {
   bench_memory& m = get_memory(kind);
-  const auto& pieces = case_pieces(c);
+  const auto& pieces = case_pieces(c, m.size);
   uint32_t crc = 0;
   for (auto _ : state) {
     crc = ~0u;
@@ -143,8 +143,8 @@ void bm_isal_flat(benchmark::State& state, memory_kind kind) {
 // The unfused way: copy a piece, then CRC the copy while it is in L1.
 void bm_copy_then_crc(benchmark::State& state, bench_case c, memory_kind kind) {
   bench_memory& m = get_memory(kind);
-  arm_copy_probes(m.buffer, m.scratch);
-  const auto& pieces = case_pieces(c);
+  arm_copy_probes(m.buffer, m.scratch, m.size);
+  const auto& pieces = case_pieces(c, m.size);
   uint32_t crc = 0;
   for (auto _ : state) {
     crc = ~0u;
@@ -154,7 +154,7 @@ void bm_copy_then_crc(benchmark::State& state, bench_case c, memory_kind kind) {
     }
     benchmark::ClobberMemory();
   }
-  if (!copy_probes_hold(m.buffer, m.scratch))
+  if (!copy_probes_hold(m.buffer, m.scratch, m.size))
     state.SkipWithError("data check failed: the copy did not reach scratch");
   else
     check_crc(state, m, crc, m.size);

@@ -123,22 +123,22 @@ IOV_ALWAYS_INLINE size_t run_form(iov_iter* it, void* flat) {
 void arm_probes(bench_memory& m, op o) {
   if (o != op::zero) {
     if (o == op::copy)
-      arm_copy_probes(m.buffer, m.scratch);
+      arm_copy_probes(m.buffer, m.scratch, m.size);
     else
-      arm_copy_probes(m.scratch, m.buffer);
+      arm_copy_probes(m.scratch, m.buffer, m.size);
     return;
   }
-  for (size_t off : probe_offsets)
+  for (size_t off : probe_offsets(m.size))
     std::memset(m.buffer + off, 0xa5, PAGE_SIZE);
 }
 
 bool probes_hold(const bench_memory& m, op o) {
   if (o == op::copy)
-    return copy_probes_hold(m.buffer, m.scratch);
+    return copy_probes_hold(m.buffer, m.scratch, m.size);
   if (o == op::copy_to)
-    return copy_probes_hold(m.scratch, m.buffer);
+    return copy_probes_hold(m.scratch, m.buffer, m.size);
   static const char zeroes[PAGE_SIZE] = {};
-  for (size_t off : probe_offsets)
+  for (size_t off : probe_offsets(m.size))
     if (std::memcmp(m.buffer + off, zeroes, PAGE_SIZE) != 0)
       return false;
   return true;
@@ -150,15 +150,17 @@ void bm_iterate(benchmark::State& state, memory_kind kind) {
   arm_probes(m, O);
   size_t done = 0;
   for (auto _ : state) {
-    done = for_each_iter<C>(m, O == op::copy ? ITER_SOURCE : ITER_DEST, [&m](iov_iter* it, size_t off) {
-      return run_form<C, F, O>(it, O == op::zero ? nullptr : m.scratch + off);
-    });
+    done = 0;
+    for (size_t pass = 0; pass < m.passes; pass++)
+      done += for_each_iter<C>(m, O == op::copy ? ITER_SOURCE : ITER_DEST, [&m](iov_iter* it, size_t off) {
+        return run_form<C, F, O>(it, O == op::zero ? nullptr : m.scratch + off);
+      });
     benchmark::ClobberMemory();
   }
   if (!probes_hold(m, O))
     state.SkipWithError("data check failed: the walk did not move the bytes");
   else
-    expect_bytes(state, done, m.size);
+    expect_bytes(state, done, BENCH_SIZE);
   if constexpr (O != op::copy)
     restore_pattern(m);
 }
@@ -176,7 +178,7 @@ constexpr bool builds_bvecs(bench_case c) {
 template <op O>
 void bm_baseline(benchmark::State& state, bench_case c, memory_kind kind) {
   bench_memory& m = get_memory(kind);
-  const auto& pieces = case_pieces(c);
+  const auto& pieces = case_pieces(c, m.size);
   // One piece of the buffer at base, whose copy lands at scratch + off.
   auto piece = [&m](char* base, size_t off, size_t len) {
     if constexpr (O == op::copy)
@@ -188,24 +190,27 @@ void bm_baseline(benchmark::State& state, bench_case c, memory_kind kind) {
   };
   size_t done = 0;
   for (auto _ : state) {
-    if (builds_bvecs(c)) {
-      done = for_each_iter(c, m, O == op::copy ? ITER_SOURCE : ITER_DEST, [&piece](iov_iter* it, size_t off) {
-        size_t n = 0;
-        for (unsigned long k = 0; k < it->nr_segs; k++) {
-          const bio_vec& bv = it->bvec[k];
-          piece(static_cast<char*>(page_address(bv.bv_page)) + bv.bv_offset, off + n, bv.bv_len);
-          n += bv.bv_len;
-        }
-        return n;
-      });
-    } else {
-      for (const auto& [off, len] : pieces)
-        piece(m.buffer + off, off, len);
-      done = m.size;
+    done = 0;
+    for (size_t pass = 0; pass < m.passes; pass++) {
+      if (builds_bvecs(c)) {
+        done += for_each_iter(c, m, O == op::copy ? ITER_SOURCE : ITER_DEST, [&piece](iov_iter* it, size_t off) {
+          size_t n = 0;
+          for (unsigned long k = 0; k < it->nr_segs; k++) {
+            const bio_vec& bv = it->bvec[k];
+            piece(static_cast<char*>(page_address(bv.bv_page)) + bv.bv_offset, off + n, bv.bv_len);
+            n += bv.bv_len;
+          }
+          return n;
+        });
+      } else {
+        for (const auto& [off, len] : pieces)
+          piece(m.buffer + off, off, len);
+        done += m.size;
+      }
     }
     benchmark::ClobberMemory();
   }
-  expect_bytes(state, done, m.size);
+  expect_bytes(state, done, BENCH_SIZE);
   if constexpr (O != op::copy)
     restore_pattern(m);
 }

@@ -503,7 +503,8 @@ int main(int argc, char** argv) {
       "date: " + now_utc(),
       "build: " + build,
       "memory: 256 MiB per buffer; tiled onto " + std::to_string(iov::bench::tile_size() / 1024) +
-          " KiB (memfd, MAP_FIXED), _streaming over distinct memory, _l1 both on one 32 KiB tile",
+          " KiB (memfd, MAP_FIXED), _streaming over distinct memory, _l1 both on one 32 KiB tile (8 MiB "
+          "mapped onto it, walked 32 times)",
       opt.rounds == 1 ? "samples: 16 per case, the first dropped; stddev is the standard deviation of the 15 kept"
                       : "samples: 16 per case in each of " + std::to_string(opt.rounds) +
                             " rounds, the first of each dropped; avg, stddev and median over all kept",

@@ -50,6 +50,7 @@ bench_memory& zero_memory(memory_kind kind) {
   m = new bench_memory{};  // kept until exit
   m->kind = kind;
   m->size = BENCH_SIZE;
+  m->passes = 1;
   int prot = kind == memory_kind::tiled ? PROT_READ : PROT_READ | PROT_WRITE;
   void* p = mmap(nullptr, BENCH_SIZE, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED)
@@ -100,7 +101,7 @@ void bm_skip_zeroes(benchmark::State& state, memory_kind kind) {
 // ISA-L on exactly the pieces the case's step receives.
 void bm_isal_pieces(benchmark::State& state, bench_case c, memory_kind kind) {
   bench_memory& m = zero_memory(kind);
-  const auto& pieces = case_pieces(c);
+  const auto& pieces = case_pieces(c, m.size);
   size_t done = 0;
   for (auto _ : state) {
     done = 0;
