@@ -80,7 +80,6 @@ bench_memory* create_memory(memory_kind kind) {
   auto* m = new bench_memory{};  // kept until exit, as the kernel's kunit resources are per test
   m->kind = kind;
   m->size = kind == memory_kind::l1 ? L1_SPAN : BENCH_SIZE;
-  m->passes = BENCH_SIZE / m->size;
   if (kind != memory_kind::streaming) {
     // tiled: one tile each; l1: the two halves of one tile.
     size_t tile = pattern_bytes(kind);

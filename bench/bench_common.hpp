@@ -85,7 +85,6 @@ size_t tile_size();
 struct bench_memory {
   memory_kind kind;
   size_t size;      // what the iterators describe: BENCH_SIZE, L1_SPAN for the l1 kind
-  size_t passes;    // walks over size a sample makes: BENCH_SIZE / size
   char* buffer;     // filled with a byte pattern when created
   char* scratch;
   // The segments of the cases over buffer (iov_test::iter_builder, shared
@@ -96,6 +95,9 @@ struct bench_memory {
   iov_test::iter_builder bvecqs{ITER_BVECQ};    // the same bvecs, BENCH_QUEUE_SLOTS a segment (bv points into its array)
   iov_test::iter_builder folioqs{ITER_FOLIOQ};  // the pages as one-page folios, BENCH_QUEUE_SLOTS a segment
   iov_test::iter_builder pages{ITER_XARRAY};    // index i -> the page at buffer + i * PAGE_SIZE
+
+  // The walks over size a sample makes, so that every sample moves BENCH_SIZE.
+  size_t passes() const { return BENCH_SIZE / size; }
 };
 bench_memory& get_memory(memory_kind kind);
 

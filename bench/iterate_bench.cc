@@ -151,7 +151,7 @@ void bm_iterate(benchmark::State& state, memory_kind kind) {
   size_t done = 0;
   for (auto _ : state) {
     done = 0;
-    for (size_t pass = 0; pass < m.passes; pass++)
+    for (size_t pass = 0; pass < m.passes(); pass++)
       done += for_each_iter<C>(m, O == op::copy ? ITER_SOURCE : ITER_DEST, [&m](iov_iter* it, size_t off) {
         return run_form<C, F, O>(it, O == op::zero ? nullptr : m.scratch + off);
       });
@@ -191,7 +191,7 @@ void bm_baseline(benchmark::State& state, bench_case c, memory_kind kind) {
   size_t done = 0;
   for (auto _ : state) {
     done = 0;
-    for (size_t pass = 0; pass < m.passes; pass++) {
+    for (size_t pass = 0; pass < m.passes(); pass++) {
       if (builds_bvecs(c)) {
         done += for_each_iter(c, m, O == op::copy ? ITER_SOURCE : ITER_DEST, [&piece](iov_iter* it, size_t off) {
           size_t n = 0;

@@ -50,7 +50,6 @@ bench_memory& zero_memory(memory_kind kind) {
   m = new bench_memory{};  // kept until exit
   m->kind = kind;
   m->size = BENCH_SIZE;
-  m->passes = 1;
   int prot = kind == memory_kind::tiled ? PROT_READ : PROT_READ | PROT_WRITE;
   void* p = mmap(nullptr, BENCH_SIZE, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED)
