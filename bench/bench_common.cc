@@ -135,6 +135,7 @@ void describe_pages(bench_memory* m) {
     m->bvecqs.add_bvec(virt_to_page(pg), PAGE_SIZE, 0);
     m->folioqs.add_folio(page_folio(virt_to_page(pg)));
     m->pages.store_page(i, virt_to_page(pg));
+    m->page_pieces.emplace_back(i * PAGE_SIZE, PAGE_SIZE);
   }
   // The queue segments point into the builder's bvecs rather than holding their own.
   m->bvecqs.queue_bvecs(std::vector<unsigned>((nr_pages + BENCH_QUEUE_SLOTS - 1) / BENCH_QUEUE_SLOTS,
@@ -142,8 +143,11 @@ void describe_pages(bench_memory* m) {
                         0, true);
   // iov_kunit_benchmark_kvec: equal parts, the remainder in the last one.
   size_t part = m->size / BENCH_KVECS;
-  for (size_t i = 0; i < BENCH_KVECS; i++)
-    m->kvecs.add_vec(m->buffer + i * part, part + (i == BENCH_KVECS - 1 ? m->size - part * BENCH_KVECS : 0));
+  for (size_t i = 0; i < BENCH_KVECS; i++) {
+    size_t len = part + (i == BENCH_KVECS - 1 ? m->size - part * BENCH_KVECS : 0);
+    m->kvecs.add_vec(m->buffer + i * part, len);
+    m->kvec_pieces.emplace_back(i * part, len);
+  }
 }
 
 void arm_copy_probes(const char* from, char* to, size_t size) {
@@ -202,23 +206,6 @@ const char* case_name(bench_case c) {
     case bench_case::folioq: return "folioq";
   }
   return "?";
-}
-
-const std::vector<std::pair<size_t, size_t>>& case_pieces(bench_case c, size_t size) {
-  using pieces = std::vector<std::pair<size_t, size_t>>;
-  static std::map<std::pair<bool, size_t>, pieces> made;  // (kvec?, size): built once each
-  bool kvec = c == bench_case::kvec;
-  auto [it, fresh] = made.try_emplace({kvec, size});
-  if (fresh && kvec) {
-    size_t part = size / BENCH_KVECS;
-    for (size_t i = 0; i < BENCH_KVECS; i++)
-      it->second.emplace_back(i * part, part);
-    it->second.back().second += size - part * BENCH_KVECS;
-  } else if (fresh) {
-    for (size_t off = 0; off < size; off += PAGE_SIZE)
-      it->second.emplace_back(off, PAGE_SIZE);
-  }
-  return it->second;
 }
 
 benchmark::internal::Benchmark* register_sampled(const std::string& name,

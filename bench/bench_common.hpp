@@ -95,6 +95,9 @@ struct bench_memory {
   iov_test::iter_builder bvecqs{ITER_BVECQ};    // the same bvecs, BENCH_QUEUE_SLOTS a segment (bv points into its array)
   iov_test::iter_builder folioqs{ITER_FOLIOQ};  // the pages as one-page folios, BENCH_QUEUE_SLOTS a segment
   iov_test::iter_builder pages{ITER_XARRAY};    // index i -> the page at buffer + i * PAGE_SIZE
+  // The same segments as (offset, length) in buffer, for the baselines
+  // (case_pieces): every page, and the kvec case's segments.
+  std::vector<std::pair<size_t, size_t>> page_pieces, kvec_pieces;
 
   // The walks over size a sample makes, so that every sample moves BENCH_SIZE.
   size_t passes() const { return BENCH_SIZE / size; }
@@ -157,10 +160,12 @@ size_t for_each_iter(bench_memory& m, unsigned direction, Op&& op);
 template <class Op>
 size_t for_each_iter(bench_case c, bench_memory& m, unsigned direction, Op&& op);
 
-// The contiguous pieces a case's step receives, as (offset, length) in a
-// buffer of `size` bytes (BENCH_SIZE or L1_SPAN): one page each, except kvec's
-// eight equal segments. The baselines memcpy/memset exactly these.
-const std::vector<std::pair<size_t, size_t>>& case_pieces(bench_case c, size_t size);
+// The contiguous pieces a case's step receives over m, as (offset, length)
+// in m.buffer: one page each, except kvec's eight segments. The baselines
+// memcpy/memset exactly these.
+inline const std::vector<std::pair<size_t, size_t>>& case_pieces(bench_case c, const bench_memory& m) {
+  return c == bench_case::kvec ? m.kvec_pieces : m.page_pieces;
+}
 
 // Registers a benchmark with the kernel's sampling: 16 repetitions of one
 // iteration each (KTAP prints avg/stddev of samples 2..16), wall-clock time.

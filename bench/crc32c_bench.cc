@@ -119,7 +119,7 @@ void bm_copy_to_bvec(benchmark::State& state, memory_kind kind) {
 // ISA-L on exactly the pieces the case's step receives.
 void bm_isal_pieces(benchmark::State& state, bench_case c, memory_kind kind) {
   bench_memory& m = get_memory(kind);
-  const auto& pieces = case_pieces(c, m.size);
+  const auto& pieces = case_pieces(c, m);
   uint32_t crc = 0;
   for (auto _ : state) {
     crc = ~0u;
@@ -144,7 +144,7 @@ void bm_isal_flat(benchmark::State& state, memory_kind kind) {
 void bm_copy_then_crc(benchmark::State& state, bench_case c, memory_kind kind) {
   bench_memory& m = get_memory(kind);
   arm_copy_probes(m.buffer, m.scratch, m.size);
-  const auto& pieces = case_pieces(c, m.size);
+  const auto& pieces = case_pieces(c, m);
   uint32_t crc = 0;
   for (auto _ : state) {
     crc = ~0u;

@@ -178,7 +178,7 @@ constexpr bool builds_bvecs(bench_case c) {
 template <op O>
 void bm_baseline(benchmark::State& state, bench_case c, memory_kind kind) {
   bench_memory& m = get_memory(kind);
-  const auto& pieces = case_pieces(c, m.size);
+  const auto& pieces = case_pieces(c, m);
   // One piece of the buffer at base, whose copy lands at scratch + off.
   auto piece = [&m](char* base, size_t off, size_t len) {
     if constexpr (O == op::copy)

@@ -100,7 +100,7 @@ void bm_skip_zeroes(benchmark::State& state, memory_kind kind) {
 // ISA-L on exactly the pieces the case's step receives.
 void bm_isal_pieces(benchmark::State& state, bench_case c, memory_kind kind) {
   bench_memory& m = zero_memory(kind);
-  const auto& pieces = case_pieces(c, m.size);
+  const auto& pieces = case_pieces(c, m);
   size_t done = 0;
   for (auto _ : state) {
     done = 0;
