@@ -4,7 +4,7 @@
 // and out of line, at every SIMD level this CPU has. The fused copy+CRC forms
 // are in crc32c_copy_test.cc.
 //
-//   ctest --preset release -R Crc32c   # these cases and crc32c_copy_test's
+//   ctest --preset release -R crc32c_   # this file and the other crc32c_*_test.cc
 //   IOV_TEST_SEED=12345 build/release/tests/crc32c_test   # a fresh seed instead of the fixed one
 #include <gtest/gtest.h>
 #include <sys/mman.h>

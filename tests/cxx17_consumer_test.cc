@@ -3,7 +3,7 @@
 // cascade of errors from the rest of the header. Runs the compiler this tree
 // was configured with on a one-line program per header.
 //
-//   ctest -R cxx17_consumer_test
+//   ctest -R Cxx17Consumer
 #include <filesystem>
 #include <sstream>
 #include <string>

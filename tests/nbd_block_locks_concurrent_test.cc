@@ -6,7 +6,7 @@
 // lets it through (a held one would hang the test), one that is held keeps
 // it out until it is released.
 //
-//   ctest --preset tsan -R NbdBlockLocks
+//   ctest --preset tsan -R nbd_block_locks
 #include <gtest/gtest.h>
 
 #include <atomic>

@@ -7,7 +7,7 @@
 // closed connection, never a crash or a hang, while the others carry on.
 // Stopping the server with clients connected ends every connection.
 //
-//   ctest --preset tsan -R NbdConcurrent
+//   ctest --preset tsan -R nbd_concurrent_test
 //   build/tsan/tests/nbd_concurrent_test --gtest_filter='NbdHostile*'
 #include <gtest/gtest.h>
 #include <poll.h>

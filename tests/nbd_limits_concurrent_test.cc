@@ -6,7 +6,7 @@
 // client keeps being served. The program under exhausted resources (memory
 // and descriptor limits, the resident size) is in nbd_limits_test.cc.
 //
-//   ctest --preset tsan -R NbdLimits
+//   ctest --preset tsan -R nbd_limits_concurrent
 //   build/tsan/tests/nbd_limits_concurrent_test --gtest_filter='NbdLimits.Payload*'
 #include <gtest/gtest.h>
 #include <poll.h>

@@ -11,7 +11,7 @@
 // client is served throughout each. The limits with the server in this
 // process (under TSan) are in nbd_limits_concurrent_test.cc.
 //
-//   ctest --preset release -R NbdProgram
+//   ctest --preset release -R nbd_limits_test
 //   build/release/tests/nbd_limits_test --gtest_filter='NbdProgramSocket.*'
 #include <fcntl.h>
 #include <gtest/gtest.h>

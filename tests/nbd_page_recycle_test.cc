@@ -5,7 +5,7 @@
 // writing; no page is lost when it goes with batches still waiting; and through a server on brd, WRITEs that keep
 // replacing the same pages read back as a flat model of the disk says.
 //
-//   ctest -R NbdPageRecycle
+//   ctest -R nbd_page_recycle
 #include <gtest/gtest.h>
 
 #include <condition_variable>

@@ -8,7 +8,7 @@
 // each driver stores. The program with real clients is in nbd_test.cc; many
 // connections at once and hostile clients in nbd_concurrent_test.cc.
 //
-//   ctest --preset asan -R 'NbdHandshake|NbdTransmission'
+//   ctest --preset asan -R nbd_protocol
 //   build/asan/tests/nbd_protocol_test --gtest_filter='NbdHandshake.*'
 #include <gtest/gtest.h>
 

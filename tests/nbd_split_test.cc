@@ -10,7 +10,7 @@
 // of it says. A connection waiting for a wake-up that never comes fails by
 // the client's timeout.
 //
-//   ctest --preset release -R NbdSplit
+//   ctest --preset release -R nbd_split
 #include <gtest/gtest.h>
 #include <linux/sockios.h>
 #include <sys/ioctl.h>

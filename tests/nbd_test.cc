@@ -7,7 +7,7 @@
 // protocol case by case is in nbd_protocol_test.cc; many connections at once
 // and hostile clients in nbd_concurrent_test.cc.
 //
-//   ctest --preset asan -R 'NbdFio|NbdPrograms|NbdMap'
+//   ctest --preset asan -R '^nbd_test$'
 //   build/asan/tests/nbd_test --gtest_filter='*NbdPrograms*'
 #include <arpa/inet.h>
 #include <fcntl.h>

@@ -4,7 +4,7 @@
 // quarter and reading it back at the same time on two event loops; the
 // device holds every pattern after.
 //
-//   ctest --preset tsan -R NbdTlsConcurrent
+//   ctest --preset tsan -R nbd_tls_concurrent
 #include <gtest/gtest.h>
 
 #include <future>

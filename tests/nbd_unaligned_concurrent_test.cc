@@ -6,7 +6,7 @@
 // byte as it was before. Every byte is checked after, against what its
 // writer wrote last.
 //
-//   ctest --preset tsan -R NbdUnalignedConcurrent
+//   ctest --preset tsan -R nbd_unaligned_concurrent
 #include <gtest/gtest.h>
 
 #include <string>

@@ -5,8 +5,8 @@
 // each other and a reader, are seen page by page whole, old or new, never
 // mixed.
 //
-//   ctest --preset tsan -R NbdWriteConcurrent
-//   IOV_TEST_EXHAUSTIVE=1 ctest --preset tsan -R NbdWriteConcurrent   # 3000 writes each, as in release
+//   ctest --preset tsan -R nbd_write_concurrent
+//   IOV_TEST_EXHAUSTIVE=1 ctest --preset tsan -R nbd_write_concurrent   # 3000 writes each, as in release
 #include <gtest/gtest.h>
 
 #include <algorithm>

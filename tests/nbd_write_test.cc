@@ -4,8 +4,8 @@
 // the input buffer and for one received straight into pages (brd), or into
 // a mapping (null_blk).
 //
-//   ctest -R NbdWriteCut
-//   IOV_TEST_EXHAUSTIVE=1 ctest -R NbdWriteCut   # every byte, for every driver
+//   ctest -R nbd_write_test
+//   IOV_TEST_EXHAUSTIVE=1 ctest -R nbd_write_test   # every byte, for every driver
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -6,7 +6,7 @@
 // environment runs the whole space, as before a release or after touching
 // the path under test:
 //
-//   IOV_TEST_EXHAUSTIVE=1 ctest --preset asan -R NbdWrite
+//   IOV_TEST_EXHAUSTIVE=1 ctest --preset asan -R nbd_write
 #pragma once
 
 #include <cstdlib>
