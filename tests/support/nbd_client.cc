@@ -16,6 +16,8 @@
 #include <chrono>
 #include <cstring>
 
+#include "support/read_cover.hpp"
+
 namespace iov_test::nbd {
 
 namespace {
@@ -390,8 +392,7 @@ namespace {
 class chunk_checker {
  public:
   chunk_checker(reply* r, uint16_t type, uint64_t offset, uint64_t length, bool extended)
-      : r_(*r), type_(type), offset_(offset), length_(length), extended_(extended),
-        covered_(type == CMD_READ && length <= kMaxRead ? length : 0) {
+      : r_(*r), type_(type), offset_(offset), length_(length), extended_(extended), covered_(offset, length) {
     if (type == CMD_READ && length <= kMaxRead)
       r_.data.assign(length, 0);
   }
@@ -452,9 +453,8 @@ class chunk_checker {
       return "";
     if (type_ == CMD_READ && length_ > kMaxRead)
       return "a successful READ longer than any payload";
-    for (bool c : covered_)
-      if (!c)
-        return "a successful READ reply that does not cover the request";
+    if (type_ == CMD_READ && !covered_.whole())
+      return "a successful READ reply that does not cover the request";
     if (type_ == CMD_BLOCK_STATUS && !saw_status_)
       return "a successful BLOCK_STATUS reply without descriptors";
     return "";
@@ -502,16 +502,7 @@ class chunk_checker {
 
   // Marks [o, o + n) as answered: false when it lies outside the request or
   // was answered already, or the READ is longer than any server sends.
-  bool cover(uint64_t o, uint64_t n) {
-    if (length_ > kMaxRead || o < offset_ || n > length_ || o - offset_ > length_ - n)
-      return false;
-    for (uint64_t k = o - offset_; k < o - offset_ + n; k++) {
-      if (covered_[k])
-        return false;
-      covered_[k] = true;
-    }
-    return true;
-  }
+  bool cover(uint64_t o, uint64_t n) { return length_ <= kMaxRead && covered_.cover(o, n); }
 
   static constexpr uint64_t kMaxRead = 64u << 20;  // longer READs can only be refused
 
@@ -520,7 +511,7 @@ class chunk_checker {
   const uint64_t offset_;
   const uint64_t length_;
   const bool extended_;
-  std::vector<bool> covered_;
+  read_cover covered_;
   bool saw_status_ = false, saw_error_ = false;
 };
 
